@@ -1,0 +1,217 @@
+"""WGSL for element-wise programs. Lowering rules are a table keyed by op.
+
+Each rule maps the argument expressions and a :class:`Ty` (the register type, scalar or
+``vec4``) to an expression. Sizes and scalar values are never literals: they are read from
+the uniform ``params`` block, so one kernel text serves every size and every scalar.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ...dtype import DType
+from ...elementwise import ElementwiseProgram
+
+__all__ = ["render_elementwise", "RULES", "Ty", "uniform_words", "param"]
+
+
+@dataclass(frozen=True, slots=True)
+class Ty:
+    """A register type: ``dtype`` as a scalar or as a 4-lane vector."""
+
+    dtype: DType
+    vec4: bool
+
+    @property
+    def t(self) -> str:
+        return f"vec4<{self.dtype.wgsl}>" if self.vec4 else self.dtype.wgsl
+
+    @property
+    def f(self) -> str:
+        return "vec4<f32>" if self.vec4 else "f32"
+
+    def const(self, literal: str) -> str:
+        return f"{self.t}({literal})"
+
+
+Rule = Callable[[list[str], Ty], str]
+
+
+def _float_or_int(fl: Rule, it: Rule) -> Rule:
+    return lambda a, ty: fl(a, ty) if ty.dtype.is_float else it(a, ty)
+
+
+def _nan_select(fn: str) -> Rule:
+    # WGSL leaves min/max of NaN unspecified; numpy propagates NaN.
+    return _float_or_int(
+        lambda a, ty: f"select({fn}({a[0]}, {a[1]}), {a[0]} + {a[1]}, "
+                      f"({a[0]} != {a[0]}) | ({a[1]} != {a[1]}))",
+        lambda a, ty: f"{fn}({a[0]}, {a[1]})",
+    )
+
+
+def _pow(a: list[str], ty: Ty) -> str:
+    fn = "af_pow4" if ty.vec4 else "af_pow"
+    if ty.dtype.is_float:
+        return f"{fn}({a[0]}, {a[1]})"
+    return f"{ty.t}(round({fn}({ty.f}({a[0]}), {ty.f}({a[1]}))))"
+
+
+def _cmp(sym: str) -> Rule:
+    return lambda a, ty: f"({a[0]} {sym} {a[1]})"
+
+
+RULES: dict[str, Rule] = {
+    "add": lambda a, ty: f"({a[0]} + {a[1]})",
+    "sub": lambda a, ty: f"({a[0]} - {a[1]})",
+    "mul": lambda a, ty: f"({a[0]} * {a[1]})",
+    "div": lambda a, ty: f"({a[0]} / {a[1]})",
+    "pow": _pow,
+    "minimum": _nan_select("min"),
+    "maximum": _nan_select("max"),
+    "neg": lambda a, ty: f"({ty.const('0u')} - {a[0]})" if ty.dtype is DType.uint32
+    else f"(-{a[0]})",
+    "abs": lambda a, ty: a[0] if ty.dtype is DType.uint32 else f"abs({a[0]})",
+    "relu": lambda a, ty: f"select({a[0]}, {ty.const('0')}, {a[0]} < {ty.const('0')})",
+    "exp": lambda a, ty: f"exp({a[0]})",
+    "log": lambda a, ty: f"log({a[0]})",
+    "sqrt": lambda a, ty: f"sqrt({a[0]})",
+    "sin": lambda a, ty: f"sin({a[0]})",
+    "cos": lambda a, ty: f"cos({a[0]})",
+    # tanh(x) for |x| > 10 is +-1 in f32; clamping keeps exp-based implementations finite.
+    "tanh": lambda a, ty: f"select(tanh(clamp({a[0]}, {ty.const('-10.0')}, {ty.const('10.0')})),"
+                          f" {a[0]}, {a[0]} != {a[0]})",
+    "sigmoid": lambda a, ty: f"({ty.const('1.0')} / ({ty.const('1.0')} + exp(-{a[0]})))",
+    "eq": _cmp("=="),
+    "ne": _cmp("!="),
+    "lt": _cmp("<"),
+    "le": _cmp("<="),
+    "gt": _cmp(">"),
+    "ge": _cmp(">="),
+    "logical_and": lambda a, ty: f"({a[0]} & {a[1]})",
+    "logical_or": lambda a, ty: f"({a[0]} | {a[1]})",
+    "logical_not": lambda a, ty: f"(!{a[0]})",
+    "where": lambda a, ty: f"select({a[2]}, {a[1]}, {a[0]})",
+    "cast": lambda a, ty: f"{ty.t}({a[0]})",
+}
+
+_POW = """
+fn af_pow(a: f32, b: f32) -> f32 {
+  if (b == 0.0) { return 1.0; }
+  let r = pow(abs(a), b);
+  if (a >= 0.0 || a != a) { return r; }
+  if (b != floor(b)) { return bitcast<f32>(0x7fc00000u); }
+  if (fract(b * 0.5) != 0.0) { return -r; }
+  return r;
+}
+fn af_pow4(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
+  return vec4<f32>(af_pow(a.x, b.x), af_pow(a.y, b.y), af_pow(a.z, b.z), af_pow(a.w, b.w));
+}
+"""
+
+
+def uniform_words(program: ElementwiseProgram) -> int:
+    """Words of the params block: element count, the shape, then the scalars."""
+    return 1 + program.rank + len(program.scalars)
+
+
+def param(word: int) -> str:
+    return f"params.w[{word // 4}][{word % 4}]"
+
+
+def _load(expr: str, dtype: DType, vec4: bool) -> str:
+    if dtype is DType.bool:
+        zero = "vec4<u32>(0u)" if vec4 else "0u"
+        return f"({expr} != {zero})"
+    return expr
+
+
+def _store(expr: str, dtype: DType, vec4: bool) -> str:
+    if dtype is DType.bool:
+        if vec4:
+            return f"select(vec4<u32>(0u), vec4<u32>(1u), {expr})"
+        return f"select(0u, 1u, {expr})"
+    return expr
+
+
+def _scalar(word: int, dtype: DType, vec4: bool) -> str:
+    raw = param(word)
+    s = {DType.float32: f"bitcast<f32>({raw})", DType.int32: f"bitcast<i32>({raw})",
+         DType.uint32: raw, DType.bool: f"({raw} != 0u)"}[dtype]
+    return Ty(dtype, vec4).const(s) if vec4 else s
+
+
+def render_elementwise(program: ElementwiseProgram, workgroup: int) -> str:
+    """The WGSL text of one element-wise program."""
+    v4 = program.vec4
+    rank = program.rank
+    lines: list[str] = []
+    words = uniform_words(program)
+    lines.append(f"struct Params {{ w: array<vec4<u32>, {(words + 3) // 4}> }}")
+    lines.append("@group(0) @binding(0) var<uniform> params: Params;")
+    writes = {slot for slot in program.inplace if slot is not None}
+    binding = 1
+    for k, inp in enumerate(program.inputs):
+        st = f"vec4<{inp.dtype.storage}>" if v4 and inp.spans is None else inp.dtype.storage
+        access = "read_write" if k in writes else "read"
+        lines.append(f"@group(0) @binding({binding}) var<storage, {access}> in{k}: array<{st}>;")
+        binding += 1
+    out_names: list[str] = []
+    for j, ((_, dt), slot) in enumerate(zip(program.outputs, program.inplace)):
+        if slot is not None:
+            out_names.append(f"in{slot}")
+            continue
+        st = f"vec4<{dt.storage}>" if v4 else dt.storage
+        lines.append(f"@group(0) @binding({binding}) var<storage, read_write> out{j}: array<{st}>;")
+        out_names.append(f"out{j}")
+        binding += 1
+    if any(i.op == "pow" for i in program.body):
+        lines.append(_POW.strip())
+    lines.append(f"@compute @workgroup_size({workgroup})")
+    lines.append("fn main(@builtin(global_invocation_id) gid: vec3<u32>, "
+                 "@builtin(num_workgroups) nwg: vec3<u32>) {")
+    lines.append(f"  let i = gid.x + gid.y * nwg.x * {workgroup}u;")
+    lines.append(f"  if (i >= {param(0)}) {{ return; }}")
+    needs_coords = any(inp.spans is not None and any(inp.spans) for inp in program.inputs)
+    if needs_coords and not v4:
+        lines.append("  var r = i;")
+        for d in range(rank - 1, 0, -1):
+            lines.append(f"  let c{d} = r % {param(1 + d)}; r = r / {param(1 + d)};")
+        lines.append("  let c0 = r;")
+    for k, inp in enumerate(program.inputs):
+        if inp.spans is None:
+            idx = "i"
+        else:
+            terms = []
+            for d, spans in enumerate(inp.spans):
+                if not spans:
+                    continue
+                inner = [param(1 + e) for e in range(d + 1, rank) if inp.spans[e]]
+                terms.append("*".join([f"c{d}"] + inner))
+            idx = " + ".join(terms) if terms else "0u"
+        raw = f"in{k}[{idx}]"
+        if v4 and inp.spans is not None:
+            raw = f"vec4<{inp.dtype.storage}>({raw})"
+        lines.append(f"  let a{k} = {_load(raw, inp.dtype, v4)};")
+    scalar_word = 1 + rank
+    for j, ins in enumerate(program.body):
+        ty = Ty(ins.compute, v4)
+        args: list[str] = []
+        for kind, idx in ins.args:
+            if kind == "s":
+                args.append(_scalar(scalar_word + idx, program.scalars[idx], v4))
+                continue
+            if kind == "in":
+                expr, dt = f"a{idx}", program.inputs[idx].dtype
+            else:
+                expr, dt = f"v{idx}", program.body[idx].out
+            keep_bool = ins.op == "where" and not args
+            if dt is not ins.compute and not keep_bool:
+                expr = f"{ty.t}({expr})"
+            args.append(expr)
+        lines.append(f"  let v{j} = {RULES[ins.op](args, ty)};")
+    for (vi, dt), name in zip(program.outputs, out_names):
+        lines.append(f"  {name}[i] = {_store(f'v{vi}', dt, v4)};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"

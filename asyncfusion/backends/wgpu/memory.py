@@ -1,0 +1,84 @@
+"""Buffer pools by size class, with accounting for live and pooled bytes.
+
+A buffer released during a batch is *retired*, not pooled, until that batch is submitted:
+``queue.write_buffer`` (used for uploads) runs before the batch's commands, so handing a
+retired buffer to an upload could overwrite data an earlier dispatch still has to read.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from typing import Any, Callable
+
+from ..base import MemoryStats
+from ..faults import FaultInjector
+from .runtime import Buffer, size_class
+
+__all__ = ["BufferPool"]
+
+
+class BufferPool:
+    def __init__(self, create: Callable[[int], Any], faults: FaultInjector,
+                 max_pooled_bytes: int = 512 << 20) -> None:
+        self._create = create
+        self._faults = faults
+        self._free: dict[int, list[Any]] = defaultdict(list)
+        self._retired: list[Buffer] = []
+        self._lock = threading.Lock()
+        self._max_pooled = max_pooled_bytes
+        self.live = 0
+        self.live_bytes = 0
+        self.pooled = 0
+        self.pooled_bytes = 0
+        self.allocations = 0
+
+    def acquire(self, nbytes: int) -> Buffer:
+        self._faults.check("alloc")
+        cap = size_class(nbytes)
+        with self._lock:
+            free = self._free.get(cap)
+            gpu = free.pop() if free else None
+            if gpu is not None:
+                self.pooled -= 1
+                self.pooled_bytes -= cap
+        if gpu is None:
+            gpu = self._create(cap)
+            with self._lock:
+                self.allocations += 1
+        with self._lock:
+            self.live += 1
+            self.live_bytes += cap
+        return Buffer(gpu, cap, nbytes)
+
+    def retire(self, buf: Buffer) -> None:
+        """Release a buffer that the current (unsubmitted) batch may still read."""
+        with self._lock:
+            self._retired.append(buf)
+
+    def release(self, buf: Buffer) -> None:
+        """Release a buffer that no unsubmitted work refers to."""
+        with self._lock:
+            self._put(buf)
+
+    def submitted(self) -> None:
+        """The batch was submitted: retired buffers may be reused."""
+        with self._lock:
+            for buf in self._retired:
+                self._put(buf)
+            self._retired.clear()
+
+    def _put(self, buf: Buffer) -> None:
+        self.live -= 1
+        self.live_bytes -= buf.capacity
+        if self.pooled_bytes + buf.capacity > self._max_pooled:
+            buf.gpu.destroy()
+            return
+        self._free[buf.capacity].append(buf.gpu)
+        self.pooled += 1
+        self.pooled_bytes += buf.capacity
+
+    def stats(self) -> MemoryStats:
+        with self._lock:
+            return MemoryStats(self.live, self.live_bytes, self.pooled, self.pooled_bytes,
+                               self.allocations)

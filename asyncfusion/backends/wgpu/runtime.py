@@ -1,0 +1,192 @@
+"""The wgpu runtime: one adapter and device, buffer pools, a pipeline cache, batched submits.
+
+All methods here run on the device's executor thread or a worker thread, never on the
+event loop: on lavapipe ``queue.submit`` and buffer maps block while the GPU works.
+A batch collects the dispatches of one server round into one command encoder; ``flush``
+writes the round's uniforms and submits it as one submission.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import wgpu
+
+from ...errors import DeviceLostError, NoAdapterError
+
+__all__ = ["Runtime", "Buffer", "get_runtime"]
+
+_STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
+_STAGING = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
+_UNIFORM = wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
+_ARENA = 1 << 16
+_SLOT = 256
+
+
+def size_class(nbytes: int) -> int:
+    """Pool size class: powers of two up to 1 MiB, then multiples of 1 MiB."""
+    n = max(nbytes, 16)
+    if n <= 1 << 20:
+        return 1 << (n - 1).bit_length()
+    return ((n + (1 << 20) - 1) >> 20) << 20
+
+
+@dataclass(eq=False, slots=True)
+class Buffer:
+    """A pooled storage buffer; ``nbytes`` is what the tensor uses of it."""
+
+    gpu: Any
+    capacity: int
+    nbytes: int
+
+
+@dataclass(slots=True)
+class _Batch:
+    encoder: Any = None
+    uniforms: list[tuple[Any, bytearray]] = field(default_factory=list)
+    used: int = _ARENA
+    dispatches: int = 0
+
+
+class Runtime:
+    """Owns one wgpu device. Shared by every asyncfusion Device with the same limits."""
+
+    def __init__(self, max_storage_bindings: int | None, workgroup: int | None) -> None:
+        adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+        if adapter is None:
+            raise NoAdapterError(
+                "wgpu found no GPU adapter. On Debian/Ubuntu install a CPU Vulkan driver with "
+                "'apt-get install mesa-vulkan-drivers', or use open_device(backend='numpy')."
+            )
+        lim = adapter.limits
+        want = lim["max-storage-buffers-per-shader-stage"]
+        if max_storage_bindings is not None:
+            if max_storage_bindings < 4:
+                raise ValueError("max_storage_bindings must be at least 4 (one op binds up to 4)")
+            want = min(want, max_storage_bindings)
+        invocations = lim["max-compute-invocations-per-workgroup"]
+        self.workgroup = workgroup or min(256 if adapter.info["adapter_type"] == "CPU" else 512,
+                                          invocations)
+        self.max_storage_bindings = want
+        self.max_buffer_size = min(lim["max-buffer-size"], lim["max-storage-buffer-binding-size"])
+        self.max_workgroups = lim["max-compute-workgroups-per-dimension"]
+        self.uniform_align = max(lim["min-uniform-buffer-offset-alignment"], 16)
+        self.adapter_info = dict(adapter.info)
+        self.device = adapter.request_device_sync(required_limits={
+            "max-storage-buffers-per-shader-stage": want,
+            "max-compute-invocations-per-workgroup": max(self.workgroup, 256),
+            "max-compute-workgroup-size-x": max(self.workgroup, 256),
+            "max-buffer-size": lim["max-buffer-size"],
+            "max-storage-buffer-binding-size": lim["max-storage-buffer-binding-size"],
+        })
+        self.queue = self.device.queue
+        self.lock = threading.RLock()  # serializes encoding/submission across devices
+        self.lost: str | None = None
+        self._pipelines: dict[str, tuple[Any, Any]] = {}
+        self.pipelines_created = 0
+
+    def check_alive(self) -> None:
+        if self.lost is not None:
+            raise DeviceLostError(f"the GPU device was lost ({self.lost}); open a new device")
+
+    # -- pipelines ---------------------------------------------------------------------
+    def pipeline(self, wgsl: str, storage: list[str]) -> tuple[Any, Any]:
+        """(pipeline, bind group layout) for a kernel text, compiled once per text.
+
+        ``storage`` lists the access ("read" / "read_write") of bindings 1..n; binding 0
+        is the uniform params block. Layouts are explicit: "auto" drops unused bindings.
+        """
+        hit = self._pipelines.get(wgsl)
+        if hit is not None:
+            return hit
+        entries = [{"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE,
+                    "buffer": {"type": wgpu.BufferBindingType.uniform}}]
+        for b, access in enumerate(storage, start=1):
+            kind = (wgpu.BufferBindingType.storage if access == "read_write"
+                    else wgpu.BufferBindingType.read_only_storage)
+            entries.append({"binding": b, "visibility": wgpu.ShaderStage.COMPUTE,
+                            "buffer": {"type": kind}})
+        bgl = self.device.create_bind_group_layout(entries=entries)
+        layout = self.device.create_pipeline_layout(bind_group_layouts=[bgl])
+        module = self.device.create_shader_module(code=wgsl)
+        pipe = self.device.create_compute_pipeline(
+            layout=layout, compute={"module": module, "entry_point": "main"})
+        self.pipelines_created += 1
+        self._pipelines[wgsl] = (pipe, bgl)
+        return pipe, bgl
+
+    # -- dispatch ----------------------------------------------------------------------
+    def grid(self, threads: int) -> tuple[int, int]:
+        groups = max(1, -(-threads // self.workgroup))
+        gx = min(groups, self.max_workgroups)
+        return gx, -(-groups // gx)
+
+    def dispatch(self, batch: _Batch, wgsl: str, storage: list[tuple[Buffer, str]],
+                 params: np.ndarray, threads: int) -> None:
+        pipe, bgl = self.pipeline(wgsl, [access for _, access in storage])
+        data = params.astype(np.uint32).tobytes()
+        size = -(-len(data) // 16) * 16
+        if batch.used + size > _ARENA:
+            buf = self.device.create_buffer(size=_ARENA, usage=_UNIFORM)
+            batch.uniforms.append((buf, bytearray(_ARENA)))
+            batch.used = 0
+        arena, host = batch.uniforms[-1]
+        off = batch.used
+        host[off:off + len(data)] = data
+        batch.used = -(-(off + size) // self.uniform_align) * self.uniform_align
+        entries = [{"binding": 0, "resource": {"buffer": arena, "offset": off, "size": size}}]
+        for b, (buf, _) in enumerate(storage, start=1):
+            size = min(buf.capacity, max(16, -(-buf.nbytes // 16) * 16))
+            entries.append({"binding": b, "resource": {"buffer": buf.gpu, "offset": 0,
+                                                        "size": size}})
+        group = self.device.create_bind_group(layout=bgl, entries=entries)
+        enc = self.encoder(batch)
+        cp = enc.begin_compute_pass()
+        cp.set_pipeline(pipe)
+        cp.set_bind_group(0, group)
+        cp.dispatch_workgroups(*self.grid(threads))
+        cp.end()
+        batch.dispatches += 1
+
+    def encoder(self, batch: _Batch) -> Any:
+        if batch.encoder is None:
+            batch.encoder = self.device.create_command_encoder()
+        return batch.encoder
+
+    def submit(self, batch: _Batch) -> None:
+        if batch.encoder is None:
+            return
+        for buf, host in batch.uniforms:
+            self.queue.write_buffer(buf, 0, host)
+        self.queue.submit([batch.encoder.finish()])
+        batch.encoder = None
+        batch.uniforms = []
+        batch.used = _ARENA
+
+    def new_batch(self) -> _Batch:
+        return _Batch()
+
+    # -- buffers -----------------------------------------------------------------------
+    def create_storage(self, capacity: int) -> Any:
+        return self.device.create_buffer(size=capacity, usage=_STORAGE)
+
+    def create_staging(self, capacity: int) -> Any:
+        return self.device.create_buffer(size=capacity, usage=_STAGING)
+
+
+_RUNTIMES: dict[tuple[int | None, int | None], Runtime] = {}
+_RUNTIMES_LOCK = threading.Lock()
+
+
+def get_runtime(max_storage_bindings: int | None = None,
+                workgroup: int | None = None) -> Runtime:
+    """The process-wide runtime for these limits (adapter setup costs ~0.5 s; do it once)."""
+    key = (max_storage_bindings, workgroup)
+    with _RUNTIMES_LOCK:
+        rt = _RUNTIMES.get(key)
+        if rt is None or rt.lost is not None:
+            rt = _RUNTIMES[key] = Runtime(max_storage_bindings, workgroup)
+        return rt

@@ -1,0 +1,244 @@
+"""Devices: ``open_device()`` (structured, inside your task group) and ``default_device()``.
+
+A :class:`Device` joins the parts: the streams that ops are registered on, the executor
+that runs them on a backend (wrapped in ``Fusion`` unless ``fusion=False``), and the
+server task. The server lives in the event loop that opened the device; other threads,
+and other event loops, reach it through an anyio blocking portal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import functools
+import sys
+import threading
+from typing import Any, AsyncIterator, Iterator
+
+import anyio
+import numpy as np
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+from .backends.base import MemoryStats
+from .backends.numpy_backend import NumpyBackend
+from .errors import BlockingCallError, DeviceClosedError
+from .fusion import Fusion, Plain
+from .ir import OperationIr
+from .server import Executor, Request, Server
+from .stream import StreamId, Streams
+from .trace import Counters, CounterSnapshot
+
+__all__ = ["Device", "open_device", "default_device", "in_event_loop"]
+
+
+def in_event_loop() -> bool:
+    """True when called from inside a running asyncio or trio event loop."""
+    if asyncio._get_running_loop() is not None:
+        return True
+    trio = sys.modules.get("trio")
+    return trio is not None and trio.lowlevel.in_trio_run()
+
+
+class Device:
+    """One backend device with its op streams, executor thread and server task."""
+
+    def __init__(self, backend: str = "wgpu", *, fusion: bool = True,
+                 max_storage_bindings: int | None = None, workgroup: int | None = None,
+                 flush_threshold: int = 512) -> None:
+        self.counters = Counters()
+        if backend == "wgpu":
+            from .backends.wgpu.backend import WgpuBackend
+
+            self.backend: Any = WgpuBackend(self.counters, max_storage_bindings=max_storage_bindings,
+                                            workgroup=workgroup)
+        elif backend == "numpy":
+            self.backend = NumpyBackend()
+        else:
+            raise ValueError(f"unknown backend {backend!r}; use 'wgpu' or 'numpy'")
+        self.fusion = fusion and self.backend.fuses
+        runner = (Fusion(self.backend, self.counters) if self.fusion
+                  else Plain(self.backend, self.counters))
+        self.streams = Streams(flush_threshold)
+        self._server = Server(Executor(self.streams, runner, self.backend, self.counters))
+        self._portal: BlockingPortal | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        mode = "fusion" if self.fusion else "plain"
+        state = "closed" if self._closed else "open"
+        return f"<asyncfusion.Device {self.backend.name} {mode} {state}>"
+
+    # -- facts ---------------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._closed or self._server.stopped
+
+    @property
+    def max_buffer_size(self) -> int:
+        return self.backend.max_buffer_size
+
+    def stats(self) -> CounterSnapshot:
+        """Launches, blocks, plan-cache hits/misses and kernels generated so far."""
+        return self.counters.snapshot()
+
+    def reset_stats(self) -> None:
+        self.counters.reset()
+
+    def memory_stats(self) -> MemoryStats:
+        """Buffers held by live tensors and buffers pooled for reuse."""
+        return self.backend.memory_stats()
+
+    # -- registration (hot path) -----------------------------------------------------------
+    def register(self, op: OperationIr) -> None:
+        if self._closed:
+            raise DeviceClosedError(
+                f"{self!r} is closed; create tensors on an open device (open_device())")
+        n = self.streams.register(StreamId.current(), op)
+        if n == self.streams.flush_threshold:
+            self._poke()
+
+    def _poke(self) -> None:
+        server = self._server
+        if threading.get_ident() == server.thread:
+            server.poke()
+        elif self._portal is not None:
+            with contextlib.suppress(Exception):
+                self._portal.start_task_soon(self._apoke)
+
+    async def _apoke(self) -> None:
+        self._server.poke()
+
+    # -- requests ------------------------------------------------------------------------
+    async def _request(self, tensor: Any, sync: bool) -> np.ndarray | None:
+        if self.closed:
+            raise self._server._dead_error()
+        stream = StreamId.current()
+        if threading.get_ident() == self._server.thread:
+            return await self._server.request(Request(stream, tensor), sync)
+        portal = self._require_portal()
+        call = functools.partial(portal.call, self._in_loop, stream, tensor, sync)
+        return await anyio.to_thread.run_sync(call)
+
+    async def _in_loop(self, stream: Any, tensor: Any, sync: bool) -> np.ndarray | None:
+        return await self._server.request(Request(stream, tensor), sync)
+
+    def _blocking(self, tensor: Any, sync: bool, what: str) -> np.ndarray | None:
+        if in_event_loop():
+            raise BlockingCallError(
+                f"{what} blocks, and this code runs inside an event loop, where it would stall "
+                f"every other task; use 'await {what.replace('_sync', '').replace('_blocking', '')}"
+                f"()' instead")
+        if self.closed:
+            raise self._server._dead_error()
+        return self._require_portal().call(self._in_loop, StreamId.current(), tensor, sync)
+
+    def _require_portal(self) -> BlockingPortal:
+        if self._portal is None:
+            raise DeviceClosedError(f"{self!r} has no running server; use it inside open_device()")
+        return self._portal
+
+    async def read(self, tensor: Any) -> np.ndarray:
+        out = await self._request(tensor, False)
+        assert out is not None
+        return out
+
+    async def sync(self) -> None:
+        """Run every stream's pending work and wait until the device has finished it."""
+        await self._request(None, True)
+
+    def sync_blocking(self) -> None:
+        """``sync()`` for plain threads and scripts; refuses to run inside an event loop."""
+        self._blocking(None, True, "device.sync_blocking")
+
+    # -- testing hooks -------------------------------------------------------------------
+    @contextlib.contextmanager
+    def inject_fault(self, kind: str = "launch", op: str | None = None,
+                     count: int = 1) -> Iterator[None]:
+        """Make the next ``count`` launches (of ``op``) or allocations fail, for tests."""
+        rule = self.backend.faults.add(kind, op, count)
+        try:
+            yield
+        finally:
+            self.backend.faults.remove(rule)
+
+    def lose_device(self, reason: str = "lost on purpose by lose_device()") -> None:
+        """Destroy the underlying GPU device, as a driver reset would (tests only)."""
+        rt = getattr(self.backend, "rt", None)
+        if rt is None:
+            raise TypeError("only the wgpu backend has a GPU device to lose")
+        rt.lost = reason
+        rt.device.destroy()
+
+    # -- lifecycle -----------------------------------------------------------------------
+    async def _serve(self, portal: BlockingPortal, *, task_status: Any = anyio.TASK_STATUS_IGNORED
+                     ) -> None:
+        self._portal = portal
+        await self._server.serve(task_status=task_status)
+
+    def _mark_closed(self) -> None:
+        self._closed = True
+
+
+@contextlib.asynccontextmanager
+async def open_device(backend: str = "wgpu", *, fusion: bool = True,
+                      max_storage_bindings: int | None = None, workgroup: int | None = None,
+                      flush_threshold: int = 512) -> AsyncIterator[Device]:
+    """Open a device whose server runs in a task group of the calling event loop.
+
+    :param backend: ``"wgpu"`` (WebGPU through wgpu-native) or ``"numpy"`` (the reference).
+    :param fusion: wrap the backend in the Fusion decorator (``False``: one launch per op).
+    :param max_storage_bindings: cap on storage buffers per kernel (WebGPU's default is 8).
+    """
+    make = functools.partial(Device, backend, fusion=fusion,
+                             max_storage_bindings=max_storage_bindings, workgroup=workgroup,
+                             flush_threshold=flush_threshold)
+    dev = await anyio.to_thread.run_sync(make)  # adapter setup blocks for ~0.5 s
+    try:
+        async with BlockingPortal() as portal, anyio.create_task_group() as tg:
+            await tg.start(dev._serve, portal)
+            try:
+                yield dev
+            finally:
+                dev._mark_closed()
+                tg.cancel_scope.cancel()
+    finally:
+        dev._mark_closed()
+
+
+_default: dict[str, Any] = {}
+_default_lock = threading.Lock()
+
+
+def default_device() -> Device:
+    """A process-wide wgpu device whose server runs on its own thread; for quick scripts.
+
+    Prefer ``async with open_device()`` in services: its server runs in your event loop,
+    so reads need no thread hop.
+    """
+    with _default_lock:
+        dev = _default.get("device")
+        if dev is not None and not dev.closed:
+            return dev
+        cm = start_blocking_portal()
+        portal = cm.__enter__()
+        dev = Device("wgpu")
+        future = portal.start_task_soon(dev._serve, portal)
+        while dev._server.thread is None and not future.done():
+            portal.call(anyio.sleep, 0)
+        _default.update(device=dev, cm=cm, future=future)
+        return dev
+
+
+@atexit.register
+def _close_default() -> None:
+    dev = _default.pop("device", None)
+    cm = _default.pop("cm", None)
+    future = _default.pop("future", None)
+    if dev is not None:
+        dev._mark_closed()
+    if future is not None:
+        future.cancel()
+    if cm is not None:
+        with contextlib.suppress(Exception):
+            cm.__exit__(None, None, None)

@@ -1,0 +1,312 @@
+"""The intermediate representation: plain immutable records, apart from any execution.
+
+A :class:`TensorIr` describes one tensor as an op sees it (id, shape, dtype, status).
+An operation record names its inputs and outputs as TensorIrs; the status of an input
+is ``ReadWrite`` when that op is the tensor's last use (the Python handle is gone), which
+is what lets fusion skip writing dead intermediates and reuse buffers in place.
+
+``signature()`` renders an op *relative* to the segment it sits in: tensor ids are
+renumbered by first appearance and dimensions by equality class (a size of 1 stays
+literal, since broadcasting depends on it); scalar values are left out. Two runs of the
+same program therefore produce equal signatures and share one cached execution plan.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .dtype import DType
+
+__all__ = [
+    "TensorStatus",
+    "TensorIr",
+    "ScalarIr",
+    "OperationIr",
+    "InitOp",
+    "ElementwiseOp",
+    "ReduceOp",
+    "CatOp",
+    "ReshapeOp",
+    "DropOp",
+    "ELEMENTWISE",
+    "ElementwiseSpec",
+    "REDUCTIONS",
+    "numel",
+]
+
+
+class TensorStatus(enum.Enum):
+    """How an op may treat a tensor: produce it, read it, or read it for the last time."""
+
+    NOT_INIT = "NotInit"
+    READ_ONLY = "ReadOnly"
+    READ_WRITE = "ReadWrite"
+
+
+def numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+@dataclass(frozen=True, slots=True)
+class TensorIr:
+    id: int
+    shape: tuple[int, ...]
+    dtype: DType
+    status: TensorStatus
+
+    def __str__(self) -> str:
+        return f"t{self.id}:{self.status.value}"
+
+
+@dataclass(frozen=True, slots=True)
+class ScalarIr:
+    """A Python scalar operand; its value lives in the op's ``scalars`` tuple, in order."""
+
+    dtype: DType
+
+
+@dataclass(frozen=True, slots=True)
+class ElementwiseSpec:
+    """Front-end facts about one element-wise op: arity and dtype rule.
+
+    ``rule`` is one of: ``numeric`` (any non-bool dtype, result in the common dtype),
+    ``float`` (computed in float32), ``compare`` (common dtype in, bool out),
+    ``logical`` (bool in, bool out), ``where`` (bool condition, common dtype of the rest),
+    ``cast`` (one input, dtype given by the op's ``compute`` field).
+    """
+
+    arity: int
+    rule: str
+    title: str
+
+
+ELEMENTWISE: dict[str, ElementwiseSpec] = {
+    name: ElementwiseSpec(arity, rule, title)
+    for name, arity, rule, title in [
+        ("add", 2, "numeric", "Add"),
+        ("sub", 2, "numeric", "Sub"),
+        ("mul", 2, "numeric", "Mul"),
+        ("div", 2, "float", "Div"),
+        ("pow", 2, "numeric", "Powf"),
+        ("minimum", 2, "numeric", "Min"),
+        ("maximum", 2, "numeric", "Max"),
+        ("neg", 1, "numeric", "Neg"),
+        ("abs", 1, "numeric", "Abs"),
+        ("relu", 1, "numeric", "Relu"),
+        ("exp", 1, "float", "Exp"),
+        ("log", 1, "float", "Log"),
+        ("sqrt", 1, "float", "Sqrt"),
+        ("sin", 1, "float", "Sin"),
+        ("cos", 1, "float", "Cos"),
+        ("tanh", 1, "float", "Tanh"),
+        ("sigmoid", 1, "float", "Sigmoid"),
+        ("eq", 2, "compare", "Equal"),
+        ("ne", 2, "compare", "NotEqual"),
+        ("lt", 2, "compare", "Lower"),
+        ("le", 2, "compare", "LowerEqual"),
+        ("gt", 2, "compare", "Greater"),
+        ("ge", 2, "compare", "GreaterEqual"),
+        ("logical_and", 2, "logical", "And"),
+        ("logical_or", 2, "logical", "Or"),
+        ("logical_not", 1, "logical", "Not"),
+        ("where", 3, "where", "Where"),
+        ("cast", 1, "cast", "Cast"),
+    ]
+}
+
+REDUCTIONS = ("sum", "mean", "max", "min")
+
+
+class _Renumber:
+    """Renumbers tensor ids and dimensions of one segment, collecting the real ids in order."""
+
+    __slots__ = ("rel", "dims", "ids")
+
+    def __init__(self) -> None:
+        self.rel: dict[int, int] = {}
+        self.dims: dict[int, int] = {1: -1}
+        self.ids: list[int] = []
+
+    def tensor(self, t: TensorIr) -> tuple[Any, ...]:
+        r = self.rel.get(t.id)
+        if r is None:
+            r = self.rel[t.id] = len(self.ids)
+            self.ids.append(t.id)
+        dims = self.dims
+        shape = tuple(dims.setdefault(d, len(dims)) for d in t.shape)
+        return (r, t.status, t.dtype, shape, numel(t.shape) % 4 == 0)
+
+
+class OperationIr:
+    """Base of all op records. Subclasses are frozen slotted dataclasses."""
+
+    __slots__ = ()
+    fusible: ClassVar[bool] = False
+
+    def inputs(self) -> tuple[TensorIr, ...]:
+        raise NotImplementedError
+
+    def outputs(self) -> tuple[TensorIr, ...]:
+        raise NotImplementedError
+
+    def title(self) -> str:
+        return type(self).__name__.removesuffix("Op")
+
+    def signature(self, rn: _Renumber) -> tuple[Any, ...]:
+        return (self.title(),) + tuple(rn.tensor(t) for t in self.inputs()) + tuple(
+            rn.tensor(t) for t in self.outputs()
+        )
+
+    def with_last_use(self, tid: int) -> OperationIr:
+        """This op with every read of ``tid`` marked ReadWrite (its last use)."""
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        ins = ", ".join(str(t) for t in self.inputs())
+        outs = ", ".join(str(t) for t in self.outputs())
+        return f"{self.title()} in=[{ins}] out=[{outs}]"
+
+
+def _rw(t: Any, tid: int) -> Any:
+    if isinstance(t, TensorIr) and t.id == tid:
+        return TensorIr(t.id, t.shape, t.dtype, TensorStatus.READ_WRITE)
+    return t
+
+
+@dataclass(frozen=True, slots=True)
+class InitOp(OperationIr):
+    """Upload host data into a new tensor."""
+
+    out: TensorIr
+    data: np.ndarray = field(compare=False, repr=False)
+
+    def inputs(self) -> tuple[TensorIr, ...]:
+        return ()
+
+    def outputs(self) -> tuple[TensorIr, ...]:
+        return (self.out,)
+
+
+@dataclass(frozen=True, slots=True)
+class ElementwiseOp(OperationIr):
+    """One element-wise op; ``args`` mixes tensors and scalar placeholders.
+
+    ``compute`` is the dtype the op computes in (inputs are cast to it); the output
+    dtype may differ (comparisons give bool).
+    """
+
+    op: str
+    args: tuple[TensorIr | ScalarIr, ...]
+    scalars: tuple[float | int | bool, ...]
+    out: TensorIr
+    compute: DType
+    fusible: ClassVar[bool] = True
+
+    def inputs(self) -> tuple[TensorIr, ...]:
+        return tuple(a for a in self.args if isinstance(a, TensorIr))
+
+    def outputs(self) -> tuple[TensorIr, ...]:
+        return (self.out,)
+
+    def title(self) -> str:
+        t = ELEMENTWISE[self.op].title
+        if self.scalars:
+            t += "Scalar"
+        return f"{t}({self.compute.wgsl.upper()})"
+
+    def signature(self, rn: _Renumber) -> tuple[Any, ...]:
+        args = tuple(rn.tensor(a) if isinstance(a, TensorIr) else a for a in self.args)
+        return (self.op, self.compute, args, rn.tensor(self.out))
+
+    def with_last_use(self, tid: int) -> ElementwiseOp:
+        return dataclasses.replace(self, args=tuple(_rw(a, tid) for a in self.args))
+
+
+@dataclass(frozen=True, slots=True)
+class ReduceOp(OperationIr):
+    """Reduce ``input`` over one axis (``axis=None`` reduces everything)."""
+
+    op: str
+    input: TensorIr
+    axis: int | None
+    keepdims: bool
+    out: TensorIr
+
+    def inputs(self) -> tuple[TensorIr, ...]:
+        return (self.input,)
+
+    def outputs(self) -> tuple[TensorIr, ...]:
+        return (self.out,)
+
+    def title(self) -> str:
+        return f"{self.op.capitalize()}Dim" if self.axis is not None else self.op.capitalize()
+
+    def signature(self, rn: _Renumber) -> tuple[Any, ...]:
+        return ("reduce", self.op, self.axis, self.keepdims, rn.tensor(self.input),
+                rn.tensor(self.out))
+
+    def with_last_use(self, tid: int) -> ReduceOp:
+        return dataclasses.replace(self, input=_rw(self.input, tid))
+
+
+@dataclass(frozen=True, slots=True)
+class CatOp(OperationIr):
+    """Concatenate ``tensors`` along ``axis``."""
+
+    tensors: tuple[TensorIr, ...]
+    axis: int
+    out: TensorIr
+
+    def inputs(self) -> tuple[TensorIr, ...]:
+        return self.tensors
+
+    def outputs(self) -> tuple[TensorIr, ...]:
+        return (self.out,)
+
+    def signature(self, rn: _Renumber) -> tuple[Any, ...]:
+        return ("cat", self.axis) + tuple(rn.tensor(t) for t in self.tensors) + (
+            rn.tensor(self.out),)
+
+    def with_last_use(self, tid: int) -> CatOp:
+        return dataclasses.replace(self, tensors=tuple(_rw(t, tid) for t in self.tensors))
+
+
+@dataclass(frozen=True, slots=True)
+class ReshapeOp(OperationIr):
+    """Same elements, another shape (a copy on the device; contiguous layout throughout)."""
+
+    input: TensorIr
+    out: TensorIr
+
+    def inputs(self) -> tuple[TensorIr, ...]:
+        return (self.input,)
+
+    def outputs(self) -> tuple[TensorIr, ...]:
+        return (self.out,)
+
+    def with_last_use(self, tid: int) -> ReshapeOp:
+        return dataclasses.replace(self, input=_rw(self.input, tid))
+
+
+@dataclass(frozen=True, slots=True)
+class DropOp(OperationIr):
+    """The Python handle of ``tensor`` is gone: its buffer may be freed, or never written."""
+
+    tensor: TensorIr
+
+    def inputs(self) -> tuple[TensorIr, ...]:
+        return (self.tensor,)
+
+    def outputs(self) -> tuple[TensorIr, ...]:
+        return ()
+
+    def with_last_use(self, tid: int) -> DropOp:
+        return self

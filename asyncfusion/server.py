@@ -1,0 +1,238 @@
+"""The device server: one task per device that turns requests into executor rounds.
+
+The server task never touches the GPU itself. Each round — every request that arrived
+since the last one, from any number of tasks — runs on the device's executor thread:
+drain the streams involved, run their plans, stage the reads, and submit all of it as one
+submission. The server then hands each reader its staging buffer and is free again; the
+reader awaits the map in a worker thread. No lock is held across any await, and nothing
+that blocks (submit, map, compile) runs on the event loop.
+
+A failing op poisons only its dependents (see ``fusion/plan.py``); a failing round fails
+only its own requests; if the server itself dies, every waiter gets the error at once.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Hashable
+
+import anyio
+import numpy as np
+
+from .backends.base import Handles, Poison
+from .errors import DeviceClosedError, DeviceLostError, ExecutionError
+from .ir import OperationIr
+from .stream import Streams
+from .trace import Counters, emit, trace_enabled
+
+__all__ = ["Request", "Executor", "Server"]
+
+
+@dataclass(eq=False)
+class Request:
+    """A read (``tensor`` set) or a sync of every stream, posted by one task."""
+
+    stream: Hashable
+    tensor: Any = None
+    done: anyio.Event = field(default_factory=anyio.Event)
+    token: Any = None
+    error: BaseException | None = None
+    cancelled: bool = False
+
+
+def _read_error(tid: int, poison: Poison) -> ExecutionError:
+    cause = poison.error
+    if isinstance(cause, DeviceLostError):
+        return DeviceLostError(str(cause))
+    err = ExecutionError(
+        f"tensor t{tid} could not be computed: {type(cause).__name__}: {cause}. "
+        "Only tensors that depend on the failed op are affected; the device keeps working."
+    )
+    err.__cause__ = cause
+    return err
+
+
+class Executor:
+    """Owns the handle container; runs on one thread at a time (the server's limiter)."""
+
+    def __init__(self, streams: Streams, runner: Any, backend: Any, counters: Counters) -> None:
+        self.streams = streams
+        self.runner = runner
+        self.backend = backend
+        self.counters = counters
+        self.handles = Handles()
+
+    def round(self, requests: list[Request], sync: bool) -> None:
+        for tid in self.streams.take_freeable():
+            self._release(tid)
+        keys = self.streams.keys() if sync else list(
+            dict.fromkeys([r.stream for r in requests] + self.streams.long_queues()))
+        for key in keys:
+            self.drain(key)
+        reads = [r for r in requests if r.tensor is not None and not r.cancelled]
+        for r in reads:
+            prod = self.streams.pending_producer(r.tensor.id)
+            if prod is not None:
+                self.drain(*prod)
+            h = self.handles.get(r.tensor.id)
+            if isinstance(h, Poison):
+                r.error = _read_error(r.tensor.id, h)
+            elif h is None:
+                r.error = ExecutionError(f"tensor t{r.tensor.id} has no data on the device")
+            else:
+                try:
+                    r.token = self.backend.stage_read(h, r.tensor.shape, r.tensor.dtype)
+                except Exception as exc:  # noqa: BLE001
+                    r.error = ExecutionError(f"staging the read of t{r.tensor.id} failed: {exc}")
+                    r.error.__cause__ = exc
+        try:
+            self.backend.flush()
+            self.counters.submissions += 1
+            if sync:
+                self.backend.wait_idle()
+        except Exception as exc:  # noqa: BLE001 - the submission failed: fail its readers
+            err = exc if isinstance(exc, ExecutionError) else ExecutionError(
+                f"submitting work to the device failed: {exc}")
+            if err is not exc:
+                err.__cause__ = exc
+            for r in requests:
+                if r.token is not None:
+                    self.backend.discard_read(r.token)
+                    r.token = None
+                r.error = r.error or err
+
+    def drain(self, key: Hashable, upto: int | None = None) -> None:
+        """Run a stream's queued ops (the first ``upto``), producers in other streams first."""
+        ops, frees = self.streams.take(key, upto)
+        start = 0
+        handles = self.handles
+        for i, op in enumerate(ops):
+            for t in op.inputs():
+                if t.id not in handles:
+                    prod = self.streams.pending_producer(t.id)
+                    if prod is not None:
+                        self._run(ops[start:i])
+                        start = i
+                        self.drain(*prod)
+        self._run(ops[start:])
+        for tid in frees:
+            self._release(tid)
+
+    def _run(self, ops: list[OperationIr]) -> None:
+        if not ops:
+            return
+        if trace_enabled():
+            for op in ops:
+                emit(f"[registered] {op.describe()}")
+        self.runner.run(ops, self.handles)
+
+    def _release(self, tid: int) -> None:
+        h = self.handles.pop(tid, None)
+        if h is not None and not isinstance(h, Poison):
+            self.backend.release(h)
+
+    def close(self) -> None:
+        for tid in list(self.handles):
+            self._release(tid)
+
+
+class Server:
+    """The async half of a device: collects requests and runs rounds on the executor."""
+
+    def __init__(self, executor: Executor) -> None:
+        self.executor = executor
+        self.inbox: list[Request] = []
+        self.syncs = 0
+        self.wake: anyio.Event | None = None
+        self.thread: int | None = None
+        self.error: BaseException | None = None
+        self.crash: BaseException | None = None  # test hook: raise this in the server loop
+        self.stopped = False
+
+    def post(self, req: Request, sync: bool = False) -> None:
+        """Queue a request (event-loop thread of the server only)."""
+        if self.error is not None or self.stopped:
+            raise self._dead_error()
+        self.inbox.append(req)
+        self.syncs += sync
+        if self.wake is not None:
+            self.wake.set()
+
+    def poke(self) -> None:
+        if self.wake is not None:
+            self.wake.set()
+
+    def _dead_error(self) -> DeviceClosedError:
+        if self.error is not None:
+            err = DeviceClosedError(f"the device server died ({self.error!r}); open a new device")
+            err.__cause__ = self.error
+            return err
+        return DeviceClosedError("the device is closed; open a new one with open_device()")
+
+    async def serve(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        self.thread = threading.get_ident()
+        self.wake = anyio.Event()
+        limiter = anyio.CapacityLimiter(1)
+        task_status.started()
+        batch: list[Request] = []
+        try:
+            while True:
+                if not self.inbox and not self.executor.streams.long_queues():
+                    await self.wake.wait()
+                self.wake = anyio.Event()
+                if self.crash is not None:
+                    raise self.crash
+                batch, self.inbox = self.inbox, []
+                sync, self.syncs = self.syncs > 0, 0
+                try:
+                    await anyio.to_thread.run_sync(self.executor.round, batch, sync,
+                                                   limiter=limiter)
+                except Exception as exc:  # noqa: BLE001 - a bug in a round fails that round only
+                    for r in batch:
+                        r.error = r.error or ExecutionError(f"device round failed: {exc!r}")
+                self._finish(batch)
+                batch = []
+        except Exception as exc:  # noqa: BLE001 - the server died: tell every waiter now
+            self.error = exc
+            self._fail(batch + self.inbox, self._dead_error())
+        finally:
+            self.stopped = True
+            self._fail(batch + self.inbox, self._dead_error())
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self.executor.close, limiter=limiter)
+
+    def _finish(self, batch: list[Request]) -> None:
+        for r in batch:
+            if r.cancelled and r.token is not None:
+                self.executor.backend.discard_read(r.token)
+                r.token = None
+            r.done.set()
+
+    def _fail(self, reqs: list[Request], err: BaseException) -> None:
+        for r in reqs:
+            if not r.done.is_set():
+                if r.token is not None:
+                    self.executor.backend.discard_read(r.token)
+                    r.token = None
+                r.error = r.error or err
+                r.done.set()
+        self.inbox = []
+
+    async def request(self, req: Request, sync: bool = False) -> np.ndarray | None:
+        """Post ``req`` and wait for it (server's event loop only); returns read data."""
+        self.post(req, sync)
+        try:
+            await req.done.wait()
+        except BaseException:
+            req.cancelled = True
+            if req.token is not None:
+                self.executor.backend.discard_read(req.token)
+                req.token = None
+            raise
+        if req.error is not None:
+            raise req.error
+        if req.token is None:
+            return None
+        token, req.token = req.token, None
+        return await anyio.to_thread.run_sync(self.executor.backend.finish_read, token)

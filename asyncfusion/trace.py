@@ -1,0 +1,101 @@
+"""Opt-in trace output and the counters tests assert on.
+
+Turn the trace on with ``ASYNCFUSION_TRACE=1`` or ``with asyncfusion.tracing():``. It
+prints the lines of Burn's fusion walkthrough: ``[registered] ...`` for each op as the
+server takes it, ``[block] N op(s): ...`` for each block, ``[launch] ...`` per kernel.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+from collections import Counter as _Tally
+from dataclasses import dataclass, field
+from typing import Iterator, TextIO
+
+__all__ = ["Counters", "CounterSnapshot", "tracing", "trace_enabled", "emit", "take_launches"]
+
+_state = threading.local()
+_global = {"on": os.environ.get("ASYNCFUSION_TRACE", "") not in ("", "0"),
+           "out": None}
+_lock = threading.Lock()
+_launches_total = [0]
+
+
+def trace_enabled() -> bool:
+    return bool(_global["on"])
+
+
+def emit(line: str) -> None:
+    if not _global["on"]:
+        return
+    out: TextIO = _global["out"] or sys.stdout
+    with _lock:
+        print(f"  {line}", file=out, flush=True)
+
+
+@contextlib.contextmanager
+def tracing(file: TextIO | None = None) -> Iterator[None]:
+    """Print the trace (to ``file`` or stdout) inside this block."""
+    prev = dict(_global)
+    _global["on"] = True
+    _global["out"] = file
+    try:
+        yield
+    finally:
+        _global.update(prev)
+
+
+@dataclass(frozen=True, slots=True)
+class CounterSnapshot:
+    """Counts since a device opened (or since the last ``reset``)."""
+
+    launches: int
+    blocks: int
+    fused_blocks: int
+    plan_cache_hits: int
+    plan_cache_misses: int
+    kernels_generated: int
+    submissions: int
+    kernels: dict[str, int]
+
+
+@dataclass
+class Counters:
+    """Mutable counters of one device; written only by its executor thread."""
+
+    launches: int = 0
+    blocks: int = 0
+    fused_blocks: int = 0
+    plan_cache_hits: int = 0
+    plan_cache_misses: int = 0
+    kernels_generated: int = 0
+    submissions: int = 0
+    kernels: _Tally = field(default_factory=_Tally)
+
+    def launch(self, name: str) -> None:
+        self.launches += 1
+        self.kernels[name] += 1
+        with _lock:
+            _launches_total[0] += 1
+        emit(f"[launch] {name}")
+
+    def snapshot(self) -> CounterSnapshot:
+        return CounterSnapshot(self.launches, self.blocks, self.fused_blocks,
+                               self.plan_cache_hits, self.plan_cache_misses,
+                               self.kernels_generated, self.submissions, dict(self.kernels))
+
+    def reset(self) -> None:
+        fresh = Counters()
+        for name in self.__dataclass_fields__:
+            setattr(self, name, getattr(fresh, name))
+
+
+def take_launches() -> int:
+    """Kernel launches on every device since the last call (the seed's ``take_launches()``)."""
+    with _lock:
+        n = _launches_total[0]
+        _launches_total[0] = 0
+    return n
