@@ -45,7 +45,7 @@ def from_numpy_array(arr: np.ndarray, device: Any) -> Tensor:
     shape = tuple(int(d) for d in arr.shape)
     _check_size(shape, device, "tensor()")
     out = Tensor(shape, dtype, device)
-    device.register(InitOp(out.out_ir(), np.ascontiguousarray(arr)))
+    device.register(InitOp(out.out_ir(), arr if arr.flags.c_contiguous else arr.copy()))
     return out
 
 

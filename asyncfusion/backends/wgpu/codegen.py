@@ -51,11 +51,12 @@ def _nan_select(fn: str) -> Rule:
     )
 
 
+# Integer results use floor(x + 0.5): lavapipe (LLVM 15) mis-rounds round() in 8-wide SIMD.
 def _pow(a: list[str], ty: Ty) -> str:
     fn = "af_pow4" if ty.vec4 else "af_pow"
     if ty.dtype.is_float:
         return f"{fn}({a[0]}, {a[1]})"
-    return f"{ty.t}(round({fn}({ty.f}({a[0]}), {ty.f}({a[1]}))))"
+    return f"{ty.t}(floor({fn}({ty.f}({a[0]}), {ty.f}({a[1]})) + {ty.f}(0.5)))"
 
 
 def _cmp(sym: str) -> Rule:

@@ -1,0 +1,55 @@
+"""The seed's programs, end to end, with their launch counts."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import asyncfusion as af
+
+SEED_RESULT = [148.41316, 22026.467, 24154958.0, 195729570000.0]
+
+
+def small(dev, start: float) -> af.Tensor:
+    return af.tensor([start, start + 1, start + 2, start + 3], device=dev)
+
+
+async def test_seed_first_program_fused(dev):
+    a, b, c = small(dev, 1.0), small(dev, 2.0), small(dev, 3.0)
+    d = (a * b + c).exp()
+    out = await d.to_data()
+    np.testing.assert_allclose(out, SEED_RESULT, rtol=1e-6)
+    assert dev.stats().launches == 1
+
+
+async def test_seed_first_program_plain(plain):
+    a, b, c = small(plain, 1.0), small(plain, 2.0), small(plain, 3.0)
+    out = await ((a * b + c).exp()).to_data()
+    np.testing.assert_allclose(out, SEED_RESULT, rtol=1e-6)
+    assert plain.stats().launches == 3
+
+
+async def test_eight_ops_eight_launches_plain_one_fused(dev, plain):
+    for device, expected in ((plain, 8), (dev, 1)):
+        x = af.tensor(np.linspace(-1, 1, 64, dtype=np.float32), device=device)
+        for _ in range(3):
+            device.reset_stats()
+            y = (((x * 0.5 + 1.0).sin().exp() * 0.25 + 2.0).cos()).abs()
+            await y.to_data()
+            assert device.stats().launches == expected
+
+
+def test_blocking_door_in_plain_script():
+    # The default device serves scripts with no event loop.
+    x = af.tensor([1.0, 2.0, 3.0])
+    out = (x * 2.0 + 1.0).to_data_sync()
+    np.testing.assert_array_equal(out, np.array([3.0, 5.0, 7.0], dtype=np.float32))
+
+
+async def test_blocking_door_refuses_inside_event_loop(dev):
+    x = af.tensor([1.0], device=dev)
+    try:
+        x.to_data_sync()
+    except af.BlockingCallError as exc:
+        assert "await" in str(exc)
+    else:
+        raise AssertionError("to_data_sync() ran inside an event loop")
