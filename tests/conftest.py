@@ -28,7 +28,8 @@ def anyio_backend(request):
 @pytest.hookimpl(tryfirst=True)
 def pytest_pycollect_makeitem(collector, name, obj):
     """Run every ``async def`` test on anyio's backends unless it asks for pytest-asyncio."""
-    if collector.istestfunction(obj, name) and inspect.iscoroutinefunction(obj):
+    inner = getattr(getattr(obj, "hypothesis", None), "inner_test", obj)  # @given wraps it
+    if collector.istestfunction(obj, name) and inspect.iscoroutinefunction(inner):
         marks = {m.name for m in getattr(obj, "pytestmark", [])}
         if "asyncio" not in marks and "anyio" not in marks:
             pytest.mark.anyio(obj)

@@ -75,7 +75,7 @@ async def test_binary_ops(dev, plain, ref, opname):
 
 @pytest.mark.parametrize("opname", COMPARE)
 async def test_comparisons(dev, plain, ref, opname):
-    for dtype in NUMERIC:
+    for dtype in NUMERIC + [af.bool_]:
         for i, (sa, sb) in enumerate(SHAPES):
             a, b = sample(dtype, sa, i), sample(dtype, sb, i)
             res = await run_everywhere([dev, plain, ref], lambda x, y: apply(opname, x, y), a, b)

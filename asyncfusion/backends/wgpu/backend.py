@@ -101,8 +101,13 @@ class WgpuBackend:
                 handles.pop(layout.inputs[slot], None)
 
     def release(self, handle: Any) -> None:
+        # Once this batch has encoded commands, a freed buffer may still be read by them, and
+        # an upload (queue.write_buffer) into it would run first: retire it until submit.
         if isinstance(handle, Buffer):
-            self.pool.retire(handle)
+            if self.batch.encoder is None:
+                self.pool.release(handle)
+            else:
+                self.pool.retire(handle)
 
     def flush(self) -> None:
         self.rt.check_alive()

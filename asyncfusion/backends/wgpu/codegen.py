@@ -60,7 +60,12 @@ def _pow(a: list[str], ty: Ty) -> str:
 
 
 def _cmp(sym: str) -> Rule:
-    return lambda a, ty: f"({a[0]} {sym} {a[1]})"
+    def rule(a: list[str], ty: Ty) -> str:
+        if ty.dtype is DType.bool and sym not in ("==", "!="):  # WGSL orders no bools
+            u = Ty(DType.uint32, ty.vec4).t
+            return f"({u}({a[0]}) {sym} {u}({a[1]}))"
+        return f"({a[0]} {sym} {a[1]})"
+    return rule
 
 
 RULES: dict[str, Rule] = {
@@ -207,8 +212,8 @@ def render_elementwise(program: ElementwiseProgram, workgroup: int) -> str:
                 expr, dt = f"a{idx}", program.inputs[idx].dtype
             else:
                 expr, dt = f"v{idx}", program.body[idx].out
-            keep_bool = ins.op == "where" and not args
-            if dt is not ins.compute and not keep_bool:
+            as_is = ins.op == "cast" or (ins.op == "where" and not args)  # rule converts
+            if dt is not ins.compute and not as_is:
                 expr = f"{ty.t}({expr})"
             args.append(expr)
         lines.append(f"  let v{j} = {RULES[ins.op](args, ty)};")

@@ -1,0 +1,232 @@
+"""The Fusion decorator: the seed's transcripts, plan caching, liveness, binding limits."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import asyncfusion as af
+from asyncfusion.backends.wgpu.codegen import render_elementwise
+from asyncfusion.elementwise import layout_block
+from asyncfusion.fusion.plan import FusedStep
+from tests.conftest import assert_close
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def chain8(x: af.Tensor) -> af.Tensor:
+    t = x * 0.5
+    t = t + 1.0
+    t = t.sin()
+    t = t.exp()
+    t = t * 0.25
+    t = t + 2.0
+    t = t.cos()
+    return t.abs()
+
+
+def chain8_np(x: np.ndarray) -> np.ndarray:
+    t = np.cos(np.exp(np.sin(x * np.float32(0.5) + np.float32(1))) * np.float32(0.25)
+               + np.float32(2))
+    return np.abs(t)
+
+
+def small(dev, start: float) -> af.Tensor:
+    return af.tensor([start, start + 1, start + 2, start + 3], device=dev)
+
+
+async def test_trace_shows_one_block_and_one_fused_launch(dev):
+    a, b, c = small(dev, 1.0), small(dev, 2.0), small(dev, 3.0)
+    buf = io.StringIO()
+    with af.tracing(buf):
+        d = (a * b + c).exp()
+        await d.to_data()
+    lines = buf.getvalue().splitlines()
+    blocks = [ln.strip() for ln in lines if "[block]" in ln]
+    launches = [ln for ln in lines if "[launch]" in ln]
+    assert blocks[-1] == "[block] 3 op(s): Mul(F32), Add(F32), Exp(F32)"
+    assert [b for b in blocks if "Init" not in b] == [blocks[-1]]
+    assert len(launches) == 1 and "mul add exp" in launches[0]
+    registered = [ln.strip() for ln in lines if "[registered]" in ln]
+    assert registered[-1].startswith("[registered] Exp(F32) in=[t")
+    assert "ReadWrite" in registered[-1]  # the temporary is at its last use
+
+
+async def test_seed_loop_eight_ops_one_launch_every_run(dev, plain):
+    x_np = np.linspace(-2, 2, 256, dtype=np.float32)
+    for device, expected in ((dev, 1), (plain, 8)):
+        x = af.tensor(x_np, device=device)
+        await device.sync()
+        for _ in range(3):
+            device.reset_stats()
+            out = await chain8(x).to_data()
+            assert device.stats().launches == expected
+            assert_close(out, chain8_np(x_np), rtol=2e-5)
+
+
+async def test_plan_cache_second_run_explores_nothing(dev):
+    x = af.rand(1000, seed=1, device=dev)
+    await dev.sync()
+    await chain8(x).to_data()
+    first = dev.stats()
+    await chain8(x).to_data()
+    second = dev.stats()
+    assert second.plan_cache_hits == first.plan_cache_hits + 1
+    assert second.plan_cache_misses == first.plan_cache_misses
+    assert second.kernels_generated == first.kernels_generated
+
+
+async def test_plan_is_relative_to_ids_sizes_and_scalar_values(dev):
+    outs = []
+    for n, k in ((1000, 0.5), (2000, 0.7), (1000, 0.9)):
+        x = af.rand(n, seed=n, device=dev)
+        await dev.sync()
+        dev.reset_stats()
+        y = (x * k + 1.0).exp()
+        outs.append((await y.to_data(), await x.to_data(), k))
+        stats = dev.stats()
+        if n == 1000 and k == 0.5:
+            assert stats.kernels_generated == 1 and stats.plan_cache_misses == 1
+        else:
+            assert stats.kernels_generated == 0 and stats.plan_cache_hits == 1
+    for y, x, k in outs:
+        assert_close(y, np.exp(x * np.float32(k) + np.float32(1)), rtol=1e-5)
+
+
+def test_scalars_are_parameters_not_literals():
+    a = af.Device("numpy")
+    x = af.tensor([1.0, 2.0], device=a)
+    for k in (0.5, 0.7):
+        y = x * k
+        del y
+    ops, _ = a.streams.take(next(iter(a.streams.queues)))
+    layouts = [layout_block([op]) for op in ops if op.fusible]
+    assert layouts[0].program == layouts[1].program
+    wgsl = render_elementwise(layouts[0].program, 256)
+    assert "0.5" not in wgsl and "0.7" not in wgsl
+
+
+async def test_dropped_result_launches_nothing(dev):
+    a, b, c = small(dev, 1.0), small(dev, 2.0), small(dev, 3.0)
+    await dev.sync()
+    dev.reset_stats()
+    buf = io.StringIO()
+    with af.tracing(buf):
+        d = (a * b + c).exp()
+        del d
+        await dev.sync()
+    assert dev.stats().launches == 0
+    assert "[block] 4 op(s): Mul(F32), Add(F32), Exp(F32), Drop" in buf.getvalue()
+
+
+async def test_dead_intermediates_are_never_written(dev):
+    x = af.rand(4096, seed=3, device=dev)
+    await dev.sync()
+    await chain8(x).to_data()  # warm the pools
+    before = dev.memory_stats()
+    out = await chain8(x).to_data()
+    after = dev.memory_stats()
+    assert after.allocations == before.allocations  # one output buffer, reused from the pool
+    assert after.live_buffers == before.live_buffers
+    assert out.shape == (4096,)
+
+
+async def test_live_intermediate_is_written_and_readable(dev):
+    x = af.tensor(np.arange(8, dtype=np.float32), device=dev)
+    y = x * 2.0
+    z = (y + 1.0).exp()
+    assert dev.stats().launches == 0
+    zy = await z.to_data()
+    assert dev.stats().launches == 1
+    assert_close(await y.to_data(), np.arange(8, dtype=np.float32) * 2)
+    assert_close(zy, np.exp(np.arange(8, dtype=np.float32) * 2 + 1), rtol=1e-5)
+
+
+async def test_input_at_last_use_is_overwritten_in_place(dev):
+    x = af.rand(1024, seed=5, device=dev)
+    x_np = await x.to_data()
+    warm = (af.rand(1024, seed=6, device=dev) * 2.0).exp()
+    await warm.to_data()  # the staging buffer for this size exists now
+    del warm
+    await dev.sync()
+    before = dev.memory_stats()
+    y = (x * 2.0).exp()
+    del x  # its last use is the Mul: the kernel may write y into x's buffer
+    out = await y.to_data()
+    after = dev.memory_stats()
+    assert after.allocations == before.allocations
+    assert after.live_buffers == before.live_buffers  # y took x's buffer
+    assert_close(out, np.exp(x_np * 2), rtol=1e-5)
+
+
+async def test_binding_limit_of_eight_splits_the_block():
+    async with af.open_device(max_storage_bindings=8) as dev:
+        xs_np = [np.full(16, i, dtype=np.float32) for i in range(12)]
+        xs = [af.tensor(a, device=dev) for a in xs_np]
+        total = xs[0]
+        for x in xs[1:]:
+            total = total + x
+        out = await (total * 2.0).to_data()
+        assert_close(out, sum(xs_np) * 2)
+        steps = [s for plan in dev._server.executor.runner.plans.values() for s in plan
+                 if isinstance(s, FusedStep)]
+        assert len(steps) >= 2
+        assert all(s.program.storage_bindings <= 8 for s in steps)
+        assert dev.stats().launches == len([s for s in steps if s.outputs])
+
+
+async def test_chain_of_100_splits_at_the_op_cap(dev):
+    x_np = np.linspace(0, 1, 64, dtype=np.float32)
+    x = af.tensor(x_np, device=dev)
+    await dev.sync()
+    dev.reset_stats()
+    y = x
+    expected = x_np
+    for i in range(100):
+        y = y * 0.99 if i % 2 == 0 else y + 0.01
+        expected = expected * np.float32(0.99) if i % 2 == 0 else expected + np.float32(0.01)
+    out = await y.to_data()
+    assert dev.stats().launches == 2  # 64 + 36 ops
+    assert_close(out, expected, rtol=1e-5)
+
+
+async def test_non_elementwise_op_closes_the_block(dev, ref):
+    results = []
+    for device in (dev, ref):
+        x = af.tensor(np.arange(12, dtype=np.float32).reshape(3, 4), device=device)
+        y = ((x * 2.0 + 1.0).sum(axis=1) - 3.0).exp()
+        results.append(await y.to_data())
+    assert_close(results[0], results[1], rtol=1e-5)
+
+
+def _golden(name: str, text: str) -> None:
+    path = GOLDEN / f"{name}.wgsl"
+    if os.environ.get("ASYNCFUSION_REGEN_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text(), f"generated WGSL for {name} changed; review and regen"
+
+
+@pytest.mark.parametrize("case", ["mul_add_exp", "broadcast_where_cast", "inplace_exp"])
+def test_generated_wgsl_matches_golden(case):
+    dev = af.Device("numpy")
+    a = af.tensor(np.ones(8, np.float32), device=dev)
+    b = af.tensor(np.ones(8, np.float32), device=dev)
+    if case == "mul_add_exp":
+        out = (a * b + 2.0).exp()
+    elif case == "broadcast_where_cast":
+        m = af.tensor(np.ones((3, 1), np.float32), device=dev)
+        x = af.tensor(np.ones((3, 8), np.int32), device=dev)
+        out = af.where(x > 0, m * x + a, -1.0).astype(af.int32)
+    else:
+        out = (a * 3.0).exp()
+        del a
+    dev.streams.take_freeable()
+    ops, _ = dev.streams.take(next(iter(dev.streams.queues)))
+    fused = [op for op in ops if op.fusible]
+    layout = layout_block(fused)
+    _golden(case, render_elementwise(layout.program, 256))
+    del out
