@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -43,13 +44,14 @@ def from_numpy_array(arr: np.ndarray, device: Any) -> Tensor:
     """Upload an array whose dtype is already one the device holds."""
     dtype = from_numpy(arr.dtype)
     shape = tuple(int(d) for d in arr.shape)
-    _check_size(shape, device, "tensor()")
     out = Tensor(shape, dtype, device)
     device.register(InitOp(out.out_ir(), arr if arr.flags.c_contiguous else arr.copy()))
     return out
 
 
-def _convert(data: Any, dtype: DType | None) -> np.ndarray:
+def _convert(data: Any, dtype: DType | None, device: Any, what: str) -> np.ndarray:
+    """``data`` as a host array of a held dtype, checked against the device's limits
+    before any full-size copy is made."""
     if isinstance(data, Tensor):
         raise DataError("tensor() got a Tensor; it is already on a device (use it directly)")
     try:
@@ -60,14 +62,18 @@ def _convert(data: Any, dtype: DType | None) -> np.ndarray:
     if arr.dtype.kind in "USO" or data is None:
         raise DataError(f"tensor(): data must be numbers or bools, got {arr.dtype} data "
                         f"({str(data)[:40]!r}); convert strings/objects to numbers first")
-    target = dtype or from_numpy(arr.dtype)
-    if target in _RANGES and arr.dtype.kind in "iu" and arr.size:
-        lo, hi = _RANGES[target]
-        if int(arr.min()) < lo or int(arr.max()) > hi:
-            raise DataError(f"tensor(): values {int(arr.min())}..{int(arr.max())} do not fit in "
-                            f"{target.label}; pass dtype=asyncfusion.float32 or scale them")
     if arr.dtype.kind == "c":
         from_numpy(arr.dtype)  # raises the complex error
+    target = dtype or from_numpy(arr.dtype)
+    _check_size(tuple(int(d) for d in arr.shape), device, what)
+    if target in _RANGES and arr.dtype.kind in "iuf" and arr.size:
+        lo, hi = _RANGES[target]
+        if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+            raise DataError(f"{what}: NaN or infinity cannot become {target.label}; "
+                            "keep the data as float32 or replace them first")
+        if arr.min() < lo or arr.max() > hi:
+            raise DataError(f"{what}: values {arr.min()}..{arr.max()} do not fit in "
+                            f"{target.label}; pass dtype=asyncfusion.float32 or scale them")
     with np.errstate(all="ignore"):
         return arr.astype(target.np)
 
@@ -78,14 +84,21 @@ def tensor(data: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
     float64 data becomes float32 and int64 becomes int32 (values must fit); complex,
     string and object data raise :class:`DTypeError` / :class:`DataError`.
     """
-    return from_numpy_array(_convert(data, as_dtype(dtype) if dtype is not None else None),
-                            _device(device))
+    device = _device(device)
+    target = as_dtype(dtype) if dtype is not None else None
+    return from_numpy_array(_convert(data, target, device, "tensor()"), device)
 
 
 def full(shape: Any, value: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
     """A tensor of ``shape`` filled with ``value``."""
-    dt = as_dtype(dtype) if dtype is not None else from_numpy(np.asarray(value).dtype)
-    return from_numpy_array(np.full(_shape(shape), value, dtype=dt.np), _device(device))
+    device = _device(device)
+    shape = _shape(shape)
+    dt = as_dtype(dtype) if dtype is not None else None
+    fill = _convert(value, dt, device, "full()")
+    if fill.ndim:
+        raise DataError(f"full(): the fill value must be a scalar, not shape {fill.shape}")
+    _check_size(shape, device, "full()")
+    return from_numpy_array(np.full(shape, fill, dtype=fill.dtype), device)
 
 
 def zeros(shape: Any, dtype: Any = DType.float32, *, device: Any = None) -> Tensor:
@@ -101,20 +114,26 @@ def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any 
     """Evenly spaced values in ``[start, stop)`` (numpy.arange)."""
     if step == 0:
         raise ShapeError("arange: step must not be zero")
-    values = np.arange(start, stop, step) if stop is not None else np.arange(start)
-    return tensor(values, dtype, device=device)
+    if stop is None:
+        start, stop = 0, start
+    device = _device(device)
+    _check_size((max(0, math.ceil((stop - start) / step)),), device, "arange()")
+    return tensor(np.arange(start, stop, step), dtype, device=device)
 
 
 def rand(shape: Any, *, seed: int | None = None, device: Any = None) -> Tensor:
     """Uniform float32 values in [0, 1) from numpy's PCG64 generator with ``seed``."""
+    device, shape = _device(device), _shape(shape)
+    _check_size(shape, device, "rand()")
     rng = np.random.default_rng(seed)
-    return from_numpy_array(rng.random(_shape(shape), dtype=np.float32), _device(device))
+    return from_numpy_array(rng.random(shape, dtype=np.float32), device)
 
 
 def randn(shape: Any, *, seed: int | None = None, device: Any = None) -> Tensor:
     """Standard normal float32 values from numpy's PCG64 generator with ``seed``."""
+    device, shape = _device(device), _shape(shape)
+    _check_size(shape, device, "randn()")
     rng = np.random.default_rng(seed)
-    return from_numpy_array(rng.standard_normal(_shape(shape), dtype=np.float32),
-                            _device(device))
+    return from_numpy_array(rng.standard_normal(shape, dtype=np.float32), device)
 
 

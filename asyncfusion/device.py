@@ -8,11 +8,10 @@ and other event loops, reach it through an anyio blocking portal.
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import contextlib
 import functools
-import sys
+import itertools
 import threading
 from typing import Any, AsyncIterator, Iterator
 
@@ -20,6 +19,7 @@ import anyio
 import numpy as np
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
+from ._debug import in_event_loop
 from .backends.base import MemoryStats
 from .backends.numpy_backend import NumpyBackend
 from .errors import BlockingCallError, DeviceClosedError
@@ -29,15 +29,10 @@ from .server import Executor, Request, Server
 from .stream import StreamId, Streams
 from .trace import Counters, CounterSnapshot
 
-__all__ = ["Device", "open_device", "default_device", "in_event_loop"]
+__all__ = ["Device", "open_device", "default_device"]
 
 
-def in_event_loop() -> bool:
-    """True when called from inside a running asyncio or trio event loop."""
-    if asyncio._get_running_loop() is not None:
-        return True
-    trio = sys.modules.get("trio")
-    return trio is not None and trio.lowlevel.in_trio_run()
+_numbers = itertools.count(1)
 
 
 class Device:
@@ -63,11 +58,12 @@ class Device:
         self._server = Server(Executor(self.streams, runner, self.backend, self.counters))
         self._portal: BlockingPortal | None = None
         self._closed = False
+        self.number = next(_numbers)
 
     def __repr__(self) -> str:
         mode = "fusion" if self.fusion else "plain"
         state = "closed" if self._closed else "open"
-        return f"<asyncfusion.Device {self.backend.name} {mode} {state}>"
+        return f"<asyncfusion.Device #{self.number} {self.backend.name} {mode} {state}>"
 
     # -- facts ---------------------------------------------------------------------------
     @property

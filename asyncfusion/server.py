@@ -20,6 +20,7 @@ from typing import Any, Hashable
 import anyio
 import numpy as np
 
+from . import _debug
 from .backends.base import Handles, Poison
 from .errors import DeviceClosedError, DeviceLostError, ExecutionError
 from .ir import OperationIr
@@ -178,6 +179,7 @@ class Server:
         batch: list[Request] = []
         try:
             while True:
+                self._check_unlocked()
                 if not self.inbox and not self.executor.streams.long_queues():
                     await self.wake.wait()
                 self.wake = anyio.Event()
@@ -185,6 +187,7 @@ class Server:
                     raise self.crash
                 batch, self.inbox = self.inbox, []
                 sync, self.syncs = self.syncs > 0, 0
+                self._check_unlocked()
                 try:
                     await anyio.to_thread.run_sync(self.executor.round, batch, sync,
                                                    limiter=limiter)
@@ -201,6 +204,11 @@ class Server:
             self._fail(batch + self.inbox, self._dead_error())
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(self.executor.close, limiter=limiter)
+
+    def _check_unlocked(self) -> None:
+        """Debug mode: the server must never await while it holds the stream lock."""
+        if _debug.DEBUG and self.executor.streams.lock._is_owned():  # type: ignore[attr-defined]
+            raise AssertionError("the device server is about to await while holding its lock")
 
     def _finish(self, batch: list[Request]) -> None:
         for r in batch:
@@ -235,4 +243,7 @@ class Server:
         if req.token is None:
             return None
         token, req.token = req.token, None
-        return await anyio.to_thread.run_sync(self.executor.backend.finish_read, token)
+        # Shielded: the map is already under way and ends when the GPU does; a cancel
+        # arriving now takes effect at the caller's next checkpoint, after unmap.
+        with anyio.CancelScope(shield=True):
+            return await anyio.to_thread.run_sync(self.executor.backend.finish_read, token)

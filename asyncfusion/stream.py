@@ -68,7 +68,7 @@ class Streams:
     """All streams of one device, and the bookkeeping that turns drops into liveness."""
 
     def __init__(self, flush_threshold: int = 512) -> None:
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # RLock: debug mode asks whether it is held
         self.queues: dict[Hashable, StreamQueue] = {}
         self.drops: collections.deque[int] = collections.deque()
         self.pending_uses: dict[int, int] = {}

@@ -23,6 +23,10 @@ _ids = itertools.count(1)
 _NOT_INIT = TensorStatus.NOT_INIT
 _READ_ONLY = TensorStatus.READ_ONLY
 _SCALARS = (int, float, bool, np.integer, np.floating, np.bool_)
+_SYMBOLS = {"add": "add (+)", "sub": "sub (-)", "mul": "mul (*)", "div": "div (/)",
+            "pow": "pow (**)", "eq": "eq (==)", "ne": "ne (!=)", "lt": "lt (<)",
+            "le": "le (<=)", "gt": "gt (>)", "ge": "ge (>=)", "logical_and": "and (&)",
+            "logical_or": "or (|)", "logical_not": "not (~)", "neg": "neg (-x)"}
 
 
 def broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...], what: str) -> tuple[int, ...]:
@@ -283,7 +287,7 @@ def _compute_dtype(op: str, rule: str, dtypes: list[DType], what: str) -> tuple[
 def elementwise(op: str, *args: Any, dtype: DType | None = None) -> Tensor:
     """Record one element-wise op on tensors and Python scalars (numpy broadcasting)."""
     spec = ELEMENTWISE[op]
-    what = f"{spec.title.lower()}" if op not in ("cast", "where") else op
+    what = _SYMBOLS.get(op, op)
     tensors = [a for a in args if type(a) is Tensor]
     if not tensors:
         raise TypeError(f"{what}: at least one operand must be an asyncfusion Tensor")

@@ -53,8 +53,10 @@ class Plan:
         self.resident_work = (4e9 if gpu else 4e7) / (4 if quick else 1)
         self.k_min, self.k_max = ((16, 256) if gpu else (4, 64)) if not quick else (2, 16)
         # plain mode keeps every intermediate of a round alive until the round is
-        # submitted (see the README), so sync often enough to bound that memory
-        self.plain_mem_cap = (8 << 30) if gpu else (1 << 30)
+        # submitted, and asyncfusion pools at most 512 MiB of free buffers; a longer round
+        # makes it allocate (and zero) fresh buffers every time (see the README). Sync
+        # often enough that one round's intermediates stay under 256 MiB.
+        self.plain_mem_cap = 256 << 20
 
     def k_total(self, n: int) -> int:
         return int(min(self.k_max, max(self.k_min, self.resident_work // max(n, 1))))
@@ -85,9 +87,11 @@ async def bench_af(dev: Any, x_np: np.ndarray, ref: np.ndarray, plan: Plan,
 
     await e2e()
     dev.reset_stats()
+    allocs = dev.memory_stats().allocations
     st = await C.ameasure(e2e, warmup=0, min_reps=plan.min_reps, max_reps=plan.max_reps,
                           budget_s=plan.budget_s)
     s = dev.stats()
+    out["e2e_allocations_per_iter"] = (dev.memory_stats().allocations - allocs) / st.n
     out["e2e_ms"] = st.summary(1e3)
     out["e2e_launches_per_op"] = s.launches / (st.n * C.CHAIN_OPS)
     out["e2e_submissions_per_iter"] = s.submissions / st.n
@@ -124,9 +128,11 @@ async def bench_af(dev: Any, x_np: np.ndarray, ref: np.ndarray, plan: Plan,
         await resident()  # warm-up: explores the plan, compiles the kernels
         dev.reset_stats()
         state["reg"] = 0.0
+        allocs = dev.memory_stats().allocations
         st = await C.ameasure(resident, warmup=0, min_reps=plan.min_reps,
                               max_reps=plan.max_reps, budget_s=plan.budget_s)
         s = dev.stats()
+        allocs = (dev.memory_stats().allocations - allocs) / (st.n * k)
         res = await state["x"].to_data()
         ok = bool(np.all(np.isfinite(res)) and res.min() >= 0.0 and res.max() <= 1.0)
         per_iter = st.summary(1e3 / k)
@@ -136,6 +142,7 @@ async def bench_af(dev: Any, x_np: np.ndarray, ref: np.ndarray, plan: Plan,
             "reg_ms": reg_ms, "exec_ms": per_iter["mean"] - reg_ms,
             "launches_per_op": s.launches / (st.n * k * C.CHAIN_OPS),
             "submissions_per_iter": s.submissions / (st.n * k),
+            "allocations_per_iter": allocs,
             "plan_cache": {"hits": s.plan_cache_hits, "misses": s.plan_cache_misses},
             "output_in_range": ok,
         }
@@ -186,6 +193,9 @@ def bench_torch(torch: Any, x_np: np.ndarray, ref: np.ndarray, plan: Plan,
         except Exception as exc:  # noqa: BLE001 - e.g. torch.compile without a compiler
             r["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         out[name] = r
+    del x
+    if device == "cuda":
+        torch.cuda.empty_cache()  # leave the GPU's memory to the next size's wgpu buffers
     return out
 
 
@@ -197,54 +207,64 @@ def _med(d: dict[str, Any] | None, *path: str) -> float | None:
     return d.get("median") if isinstance(d, dict) else d
 
 
+def fresh_compile(torch: Any) -> Any:
+    """A static-shape ``torch.compile`` of the chain, with dynamo's caches cleared, so each
+    size gets its own specialized kernel (no automatic-dynamic recompile, no recompile
+    limit)."""
+    try:
+        torch._dynamo.reset()
+        return torch.compile(C.chain, dynamic=False)
+    except Exception as exc:  # noqa: BLE001
+        print(f"torch.compile unavailable: {exc}", file=sys.stderr)
+        return None
+
+
 async def main(args: Any) -> dict[str, Any]:
     torch = C.import_torch()
-    compiled = None
-    if torch is not None:
-        try:
-            compiled = torch.compile(C.chain)
-        except Exception as exc:  # noqa: BLE001
-            print(f"torch.compile unavailable: {exc}", file=sys.stderr)
+    # The adapter decides the default sizes; devices are opened fresh for every size
+    # (below), so one size's pooled buffers never decide another's allocations.
+    async with af.open_device(fusion=True) as probe:
+        info = C.adapter_info(probe)
+    gpu = not C.is_cpu_adapter(info)
+    tag = C.host_tag(info)
+    plan = Plan(args.quick, gpu)
+    if args.sizes:
+        sizes = C.parse_sizes(args.sizes)
+    elif args.quick:
+        sizes = QUICK_SIZES
+    else:
+        sizes = CPU_SIZES + (GPU_EXTRA if gpu else [])
+    print(f"adapter: {info.get('summary')}  host tag: {tag}  "
+          f"torch: {getattr(torch, '__version__', 'not installed')}"
+          f"{' (' + C.torch_device(torch) + ')' if torch else ''}")
+    print(f"sizes: {', '.join(C.fmt_size(s) for s in sizes)}"
+          f"{'  (quick)' if args.quick else ''}\n")
 
-    async with af.open_device(fusion=True) as fdev, af.open_device(fusion=False) as pdev:
-        info = C.adapter_info(fdev)
-        gpu = not C.is_cpu_adapter(info)
-        tag = C.host_tag(info)
-        plan = Plan(args.quick, gpu)
-        if args.sizes:
-            sizes = C.parse_sizes(args.sizes)
-        elif args.quick:
-            sizes = QUICK_SIZES
-        else:
-            sizes = CPU_SIZES + (GPU_EXTRA if gpu else [])
-        print(f"adapter: {info.get('summary')}  host tag: {tag}  "
-              f"torch: {getattr(torch, '__version__', 'not installed')}"
-              f"{' (' + C.torch_device(torch) + ')' if torch else ''}")
-        print(f"sizes: {', '.join(C.fmt_size(s) for s in sizes)}"
-              f"{'  (quick)' if args.quick else ''}\n")
-
-        rng = np.random.default_rng(0)
-        results = []
-        for n in sizes:
-            x_np = rng.random(n, dtype=np.float32)
-            ref = C.chain_np(x_np)
-            t0 = C.perf()
-            row: dict[str, Any] = {"n": n}
+    rng = np.random.default_rng(0)
+    results = []
+    for n in sizes:
+        x_np = rng.random(n, dtype=np.float32)
+        ref = C.chain_np(x_np)
+        t0 = C.perf()
+        row: dict[str, Any] = {"n": n}
+        async with af.open_device(fusion=True) as fdev:
             row["fused"] = await bench_af(fdev, x_np, ref, plan, ("fused", "xchain"))
+        async with af.open_device(fusion=False) as pdev:
             row["plain"] = await bench_af(pdev, x_np, ref, plan, ("plain",))
-            row["numpy"] = bench_numpy(x_np, plan)
-            if torch is not None:
-                row["torch"] = bench_torch(torch, x_np, ref, plan, compiled)
-            for eng in ("fused", "plain"):
-                if row[eng]["max_abs_err"] > TOL:
-                    print(f"WARNING: {eng} differs from numpy by {row[eng]['max_abs_err']:.3g} "
-                          f"at n={n}", file=sys.stderr)
-            results.append(row)
-            print(f"  {C.fmt_size(n):>5}: done in {C.perf() - t0:.1f} s", flush=True)
+        row["numpy"] = bench_numpy(x_np, plan)
+        if torch is not None:
+            row["torch"] = bench_torch(torch, x_np, ref, plan, fresh_compile(torch))
+        for eng in ("fused", "plain"):
+            if row[eng]["max_abs_err"] > TOL:
+                print(f"WARNING: {eng} differs from numpy by {row[eng]['max_abs_err']:.3g} "
+                      f"at n={n}", file=sys.stderr)
+        results.append(row)
+        print(f"  {C.fmt_size(n):>5}: done in {C.perf() - t0:.1f} s", flush=True)
 
     payload = C.meta(info, args, sizes=sizes, chain_ops=C.CHAIN_OPS,
                      resident_note="fused: 1-element reshape between iterations keeps one "
                                    "kernel per chain; xchain: free fusion across iterations",
+                     torch_compile="torch.compile(chain, dynamic=False), dynamo reset per size",
                      references_64M_ms=REFERENCES_64M_MS if gpu else None)
     payload["results"] = results
     report(results, gpu)
@@ -274,15 +294,19 @@ def report(results: list[dict[str, Any]], gpu: bool) -> None:
         fm, xm, pm, nm = _med(rf, "ms"), _med(rx, "ms"), _med(rp, "ms"), _med(nu, "ms")
         te, tc = _med(t, "eager", "resident", "ms"), _med(t, "compile", "resident", "ms")
         gbs = (2 * r["n"] * 4 / (fm * 1e-3) / 1e9) if fm else None
-        rows.append([C.fmt_size(r["n"]), rf["k"], fm, rf["reg_ms"], rf["exec_ms"], xm, pm, nm,
-                     te, tc, C.ratio(fm, pm), C.ratio(fm, nm), C.ratio(fm, tc), gbs,
-                     rf["launches_per_op"], rx["launches_per_op"], rp["launches_per_op"]])
+        rows.append([C.fmt_size(r["n"]), rf["k"], fm, rf["reg_ms"], rf["exec_ms"], xm, pm,
+                     rp["sync_every"], nm, te, tc, C.ratio(fm, pm), C.ratio(fm, nm),
+                     C.ratio(fm, tc), gbs, rf["launches_per_op"], rx["launches_per_op"],
+                     rp["launches_per_op"]])
     print()
-    print(C.table(["size", "K", "fused", "reg", "exec", "x-chain", "plain", "numpy", "torch",
-                   "t.compile", "fused/plain", "fused/numpy", "fused/t.comp", "fused GB/s",
-                   "l/op F", "l/op X", "l/op P"], rows,
+    print(C.table(["size", "K", "fused", "reg", "exec", "x-chain", "plain", "P sync/", "numpy",
+                   "torch", "t.compile", "fused/plain", "fused/numpy", "fused/t.comp",
+                   "fused GB/s", "l/op F", "l/op X", "l/op P"], rows,
                   "Device-resident: K x (x = chain(x)) + one sync  (ms/iter, median; reg/exec "
                   "split of fused; GB/s counts 1 read + 1 write)"))
+    print("fused: a 1-element reshape between iterations keeps one kernel per chain; x-chain: "
+          "fusion across iterations allowed;\nplain syncs every 'P sync/' chains to keep a "
+          "round's intermediates under 256 MiB (asyncfusion pools <= 512 MiB of free buffers)")
 
     errors = [(r["n"], eng, v["error"]) for r in results
               for eng, v in r.get("torch", {}).items() if "error" in v]

@@ -10,13 +10,13 @@ from __future__ import annotations
 import inspect
 import os
 
-import numpy as np
-import numpy.testing  # noqa: F401 - imported lazily it would trip blockbuster
-import pytest
+os.environ.setdefault("ASYNCFUSION_DEBUG", "1")  # before asyncfusion reads it
 
-import asyncfusion as af
+import numpy as np  # noqa: E402
+import numpy.testing  # noqa: E402,F401 - imported lazily it would trip blockbuster
+import pytest  # noqa: E402
 
-os.environ.setdefault("ASYNCFUSION_DEBUG", "1")
+import asyncfusion as af  # noqa: E402
 
 
 @pytest.fixture(params=[pytest.param(("asyncio", {"debug": True}), id="asyncio"),

@@ -87,9 +87,10 @@ def _reduce(op: ReduceOp, x: np.ndarray) -> np.ndarray:
     with np.errstate(all="ignore"):
         if op.op == "sum":
             r = np.sum(x, axis=op.axis, keepdims=op.keepdims, dtype=x.dtype)
-        elif op.op == "mean":
-            r = np.mean(x.astype(np.float32), axis=op.axis, keepdims=op.keepdims,
-                        dtype=np.float32)
+        elif op.op == "mean":  # sum / count: np.mean warns on empty input
+            count = x.size if op.axis is None else x.shape[op.axis]
+            r = np.sum(x.astype(np.float32), axis=op.axis, keepdims=op.keepdims,
+                       dtype=np.float32) / np.float32(count)
         elif op.op == "max":
             r = np.max(x, axis=op.axis, keepdims=op.keepdims)
         else:

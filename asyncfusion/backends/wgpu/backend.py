@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..._debug import assert_off_loop
 from ...dtype import DType
 from ...elementwise import BlockLayout, layout_block
 from ...ir import CatOp, DropOp, ElementwiseOp, InitOp, OperationIr, ReduceOp, ReshapeOp, numel
@@ -110,6 +111,7 @@ class WgpuBackend:
                 self.pool.retire(handle)
 
     def flush(self) -> None:
+        assert_off_loop("queue.submit")
         self.rt.check_alive()
         with self.rt.lock:
             self.rt.submit(self.batch)
@@ -130,6 +132,7 @@ class WgpuBackend:
             self.rt.check_alive()
             if not n:
                 return np.zeros(shape, dtype=dtype.np)
+            assert_off_loop("buffer.map_sync")
             staging.gpu.map_sync(1, 0, staging.capacity)  # wgpu.MapMode.READ
             try:
                 raw = np.frombuffer(staging.gpu.read_mapped(0, n * 4), dtype=dtype.storage_np)

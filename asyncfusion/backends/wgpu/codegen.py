@@ -42,11 +42,20 @@ def _float_or_int(fl: Rule, it: Rule) -> Rule:
     return lambda a, ty: fl(a, ty) if ty.dtype.is_float else it(a, ty)
 
 
+def isnan(expr: str, vec4: bool) -> str:
+    """NaN test by bits: lavapipe compiles float ``!=`` as an ordered compare (x != x is
+    false for NaN), so the usual idiom cannot be trusted."""
+    if vec4:
+        return (f"((bitcast<vec4<u32>>({expr}) & vec4<u32>(0x7fffffffu)) > "
+                f"vec4<u32>(0x7f800000u))")
+    return f"((bitcast<u32>({expr}) & 0x7fffffffu) > 0x7f800000u)"
+
+
 def _nan_select(fn: str) -> Rule:
     # WGSL leaves min/max of NaN unspecified; numpy propagates NaN.
     return _float_or_int(
         lambda a, ty: f"select({fn}({a[0]}, {a[1]}), {a[0]} + {a[1]}, "
-                      f"({a[0]} != {a[0]}) | ({a[1]} != {a[1]}))",
+                      f"{isnan(a[0], ty.vec4)} | {isnan(a[1], ty.vec4)})",
         lambda a, ty: f"{fn}({a[0]}, {a[1]})",
     )
 
@@ -64,6 +73,8 @@ def _cmp(sym: str) -> Rule:
         if ty.dtype is DType.bool and sym not in ("==", "!="):  # WGSL orders no bools
             u = Ty(DType.uint32, ty.vec4).t
             return f"({u}({a[0]}) {sym} {u}({a[1]}))"
+        if ty.dtype.is_float and sym == "!=":  # unordered: true when either is NaN
+            return f"(!({a[0]} == {a[1]}))"
         return f"({a[0]} {sym} {a[1]})"
     return rule
 
@@ -87,7 +98,7 @@ RULES: dict[str, Rule] = {
     "cos": lambda a, ty: f"cos({a[0]})",
     # tanh(x) for |x| > 10 is +-1 in f32; clamping keeps exp-based implementations finite.
     "tanh": lambda a, ty: f"select(tanh(clamp({a[0]}, {ty.const('-10.0')}, {ty.const('10.0')})),"
-                          f" {a[0]}, {a[0]} != {a[0]})",
+                          f" {a[0]}, {isnan(a[0], ty.vec4)})",
     "sigmoid": lambda a, ty: f"({ty.const('1.0')} / ({ty.const('1.0')} + exp(-{a[0]})))",
     "eq": _cmp("=="),
     "ne": _cmp("!="),
@@ -106,7 +117,7 @@ _POW = """
 fn af_pow(a: f32, b: f32) -> f32 {
   if (b == 0.0) { return 1.0; }
   let r = pow(abs(a), b);
-  if (a >= 0.0 || a != a) { return r; }
+  if (a >= 0.0 || (bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u) { return r; }
   if (b != floor(b)) { return bitcast<f32>(0x7fc00000u); }
   if (fract(b * 0.5) != 0.0) { return -r; }
   return r;

@@ -7,6 +7,7 @@ params block so one text serves all shapes.
 from __future__ import annotations
 
 from ...dtype import DType
+from .codegen import isnan
 
 __all__ = ["render_reduce", "render_cat_slice"]
 
@@ -36,7 +37,8 @@ def render_reduce(op: str, dtype: DType, workgroup: int) -> str:
     acc_t = "f32" if op == "mean" else dtype.wgsl
     load = f"{acc_t}(src[base + k * inner])"
     if dtype.is_float and op in ("max", "min"):
-        combine = _COMBINE[op].format(sel="select(", nan=", acc + x, (x != x) || (acc != acc))")
+        nan = f", acc + x, {isnan('x', False)} || {isnan('acc', False)})"
+        combine = _COMBINE[op].format(sel="select(", nan=nan)
     else:
         combine = _COMBINE[op].format(sel="", nan="")
     if op in ("sum", "mean"):

@@ -1,0 +1,199 @@
+"""Many tasks reading at once, and how long the event loop stalls under device work.
+
+1. Throughput: N = 1, 10, 100, 1000 tasks in one anyio task group, each building the
+   seed's 8-op chain on its own 4096-element input (uploaded before timing) and awaiting
+   ``to_data()``; versus the same N chains read one after another in one task; versus
+   numpy doing the N chains in a thread pool (and serially, for reference). The device
+   server batches every request that arrived since its last round into one submission,
+   so ``submissions`` per N shows the batching.
+2. Event-loop stall: a ticker task sleeps 1 ms in a loop and records how late each wake
+   is, first alone (baseline), then beside heavy device work (1e6-element chains read in
+   a loop, by one task and by 4 tasks), then beside numpy running the same chain on the
+   loop thread (what blocking compute does to the loop, for contrast).
+
+Usage: python bench/concurrency.py [--quick] [--loop asyncio|trio]
+Writes bench/results/concurrency-<host-tag>.json.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import anyio
+import numpy as np
+
+import _common as C
+import asyncfusion as af
+
+NAME = "concurrency"
+ELEMS = 4096
+STALL_ELEMS = 10**6
+TICK_S = 0.001
+
+
+class Plan:
+    def __init__(self, quick: bool) -> None:
+        self.ns = [1, 10, 100] if quick else [1, 10, 100, 1000]
+        self.budget_s = 0.5 if quick else 2.0
+        self.min_reps = 3
+        self.max_reps = 10 if quick else 30
+        self.stall_s = 1.0 if quick else 3.0
+
+
+async def throughput(dev: Any, n: int, plan: Plan, pool: ThreadPoolExecutor) -> dict[str, Any]:
+    rng = np.random.default_rng(n)
+    xs_np = [rng.random(ELEMS, dtype=np.float32) for _ in range(n)]
+    xs = [af.tensor(a, device=dev) for a in xs_np]
+    await dev.sync()
+    results: list[Any] = [None] * n
+
+    async def worker(i: int) -> None:
+        results[i] = await C.chain(xs[i]).to_data()
+
+    async def concurrent() -> None:
+        async with anyio.create_task_group() as tg:
+            for i in range(n):
+                tg.start_soon(worker, i)
+
+    async def sequential() -> None:
+        for i in range(n):
+            results[i] = await C.chain(xs[i]).to_data()
+
+    out: dict[str, Any] = {"n": n}
+    for label, fn in (("concurrent", concurrent), ("sequential", sequential)):
+        await fn()  # warm-up (kernels, plan cache, staging buffers)
+        err = max(float(np.max(np.abs(results[i] - C.chain_np(xs_np[i])))) for i in range(n))
+        dev.reset_stats()
+        st = await C.ameasure(fn, warmup=0, min_reps=plan.min_reps, max_reps=plan.max_reps,
+                              budget_s=plan.budget_s)
+        s = dev.stats()
+        out[label] = {"ms": st.summary(1e3), "chains_per_s": n / st.median,
+                      "submissions_per_rep": s.submissions / st.n,
+                      "launches_per_rep": s.launches / st.n, "max_abs_err": err}
+
+    def np_pool() -> None:
+        list(pool.map(C.chain_np, xs_np))
+
+    def np_serial() -> None:
+        for a in xs_np:
+            C.chain_np(a)
+
+    for label, fn in (("numpy_threads", np_pool), ("numpy_serial", np_serial)):
+        st = C.measure(fn, warmup=1, min_reps=plan.min_reps, max_reps=plan.max_reps,
+                       budget_s=min(plan.budget_s, 1.0))
+        out[label] = {"ms": st.summary(1e3), "chains_per_s": n / st.median}
+    del xs
+    await dev.sync()
+    return out
+
+
+async def stall(dev: Any, plan: Plan, scenario: str) -> dict[str, Any]:
+    """Lateness of 1 ms sleeps while ``scenario`` runs beside the ticker."""
+    lateness: list[float] = []
+    work = {"chains": 0}
+    x_np = np.random.default_rng(1).random(STALL_ELEMS, dtype=np.float32)
+    x = af.tensor(x_np, device=dev)
+    await dev.sync()
+    await C.chain(x).to_data()  # compile outside the measured window
+    stop = anyio.Event()
+
+    async def ticker() -> None:
+        while not stop.is_set():
+            t0 = C.perf()
+            await anyio.sleep(TICK_S)
+            lateness.append(C.perf() - t0 - TICK_S)
+
+    async def af_reader() -> None:
+        while not stop.is_set():
+            await C.chain(x).to_data()
+            work["chains"] += 1
+
+    async def np_on_loop() -> None:
+        while not stop.is_set():
+            C.chain_np(x_np)  # blocks the event loop for the whole chain
+            work["chains"] += 1
+            await anyio.sleep(0)
+
+    workers = {"idle": [], "asyncfusion, 1 reader": [af_reader],
+               "asyncfusion, 4 readers": [af_reader] * 4,
+               "numpy on the loop thread": [np_on_loop]}[scenario]
+    t_start = C.perf()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ticker)
+        for w in workers:
+            tg.start_soon(w)
+        await anyio.sleep(plan.stall_s)
+        stop.set()
+    elapsed = C.perf() - t_start
+    ms = [v * 1e3 for v in lateness]
+    return {"scenario": scenario, "ticks": len(ms), "p50_ms": C.percentile(ms, 50),
+            "p99_ms": C.percentile(ms, 99), "max_ms": max(ms) if ms else None,
+            "mean_ms": (sum(ms) / len(ms)) if ms else None,
+            "work_chains_per_s": work["chains"] / elapsed, "seconds": elapsed}
+
+
+async def run(plan: Plan, info_box: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"throughput": [], "stall": []}
+    workers = os.cpu_count() or 2
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        async with af.open_device(fusion=True) as dev:
+            info_box["info"] = C.adapter_info(dev)
+            print(f"adapter: {info_box['info'].get('summary')}  host tag: "
+                  f"{C.host_tag(info_box['info'])}")
+            for n in plan.ns:
+                t0 = C.perf()
+                out["throughput"].append(await throughput(dev, n, plan, pool))
+                print(f"  N={n}: done in {C.perf() - t0:.1f} s", flush=True)
+            for scenario in ("idle", "asyncfusion, 1 reader", "asyncfusion, 4 readers",
+                             "numpy on the loop thread"):
+                out["stall"].append(await stall(dev, plan, scenario))
+                print(f"  stall, {scenario}: done", flush=True)
+    out["numpy_threads"] = workers
+    return out
+
+
+def main(args: Any) -> None:
+    plan = Plan(args.quick)
+    info_box: dict[str, Any] = {}
+    res = anyio.run(run, plan, info_box, backend=args.loop)
+    info = info_box["info"]
+    tag = C.host_tag(info)
+
+    rows = []
+    for r in res["throughput"]:
+        c, s, nt, ns = r["concurrent"], r["sequential"], r["numpy_threads"], r["numpy_serial"]
+        rows.append([r["n"], c["ms"]["median"], c["chains_per_s"], s["ms"]["median"],
+                     s["chains_per_s"], nt["ms"]["median"], nt["chains_per_s"],
+                     ns["chains_per_s"], C.ratio(s["ms"]["median"], c["ms"]["median"]),
+                     C.ratio(nt["ms"]["median"], c["ms"]["median"]),
+                     c["submissions_per_rep"], s["submissions_per_rep"], c["launches_per_rep"]])
+    print()
+    print(C.table(["N", "conc ms", "conc ch/s", "seq ms", "seq ch/s", "np-pool ms",
+                   "np-pool ch/s", "np-serial ch/s", "speedup vs seq", "speedup vs np-pool",
+                   "subm conc", "subm seq", "launch conc"], rows,
+                  f"N tasks x (8-op chain on {ELEMS} elements + await to_data()), fused "
+                  f"device, {args.loop}  (median wall time of all N; speedup > 1: "
+                  "concurrent asyncfusion is faster)"))
+
+    rows = [[r["scenario"], r["ticks"], r["p50_ms"], r["p99_ms"], r["max_ms"],
+             r["work_chains_per_s"]] for r in res["stall"]]
+    print()
+    print(C.table(["beside", "ticks", "p50 ms", "p99 ms", "max ms", "work chains/s"], rows,
+                  f"Event-loop stall: lateness of a {TICK_S * 1e3:.0f} ms sleep "
+                  f"(work: {C.fmt_size(STALL_ELEMS)}-element chains read in a loop)"))
+
+    payload = C.meta(info, args, loop=args.loop, elems=ELEMS, stall_elems=STALL_ELEMS,
+                     tick_s=TICK_S)
+    payload["results"] = res
+    path = C.write_json(NAME, tag, payload, args.out)
+    print(f"\nwrote {path}")
+
+
+if __name__ == "__main__":
+    parser = C.base_parser(__doc__.splitlines()[0])
+    parser.add_argument("--loop", choices=("asyncio", "trio"), default="asyncio")
+    a = parser.parse_args()
+    C.apply_common(a)
+    main(a)
