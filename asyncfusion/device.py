@@ -68,7 +68,7 @@ class Device:
     # -- facts ---------------------------------------------------------------------------
     @property
     def closed(self) -> bool:
-        return self._closed or self._server.stopped
+        return self._closed
 
     @property
     def max_buffer_size(self) -> int:
@@ -88,8 +88,7 @@ class Device:
     # -- registration (hot path) -----------------------------------------------------------
     def register(self, op: OperationIr) -> None:
         if self._closed:
-            raise DeviceClosedError(
-                f"{self!r} is closed; create tensors on an open device (open_device())")
+            raise self._server._dead_error()
         n = self.streams.register(StreamId.current(), op)
         if n == self.streams.flush_threshold:
             self._poke()
@@ -150,8 +149,9 @@ class Device:
     # -- testing hooks -------------------------------------------------------------------
     @contextlib.contextmanager
     def inject_fault(self, kind: str = "launch", op: str | None = None,
-                     count: int = 1) -> Iterator[None]:
-        """Make the next ``count`` launches (of ``op``) or allocations fail, for tests."""
+                     count: int | None = None) -> Iterator[None]:
+        """Inside this block, launches of kernels that contain ``op`` (or any launch), or
+        allocations (``kind="alloc"``), fail — every time, or the next ``count`` times."""
         rule = self.backend.faults.add(kind, op, count)
         try:
             yield
@@ -170,6 +170,7 @@ class Device:
     async def _serve(self, portal: BlockingPortal, *, task_status: Any = anyio.TASK_STATUS_IGNORED
                      ) -> None:
         self._portal = portal
+        self._server.on_stop = self._mark_closed
         await self._server.serve(task_status=task_status)
 
     def _mark_closed(self) -> None:

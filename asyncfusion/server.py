@@ -150,6 +150,7 @@ class Server:
         self.error: BaseException | None = None
         self.crash: BaseException | None = None  # test hook: raise this in the server loop
         self.stopped = False
+        self.on_stop: Any = None  # called as soon as the server stops taking requests
 
     def post(self, req: Request, sync: bool = False) -> None:
         """Queue a request (event-loop thread of the server only)."""
@@ -198,9 +199,10 @@ class Server:
                 batch = []
         except Exception as exc:  # noqa: BLE001 - the server died: tell every waiter now
             self.error = exc
-            self._fail(batch + self.inbox, self._dead_error())
         finally:
             self.stopped = True
+            if self.on_stop is not None:
+                self.on_stop()
             self._fail(batch + self.inbox, self._dead_error())
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(self.executor.close, limiter=limiter)

@@ -20,7 +20,7 @@ class InjectedFault(RuntimeError):
 class _Rule:
     kind: str
     op: str | None
-    remaining: int
+    remaining: int | None  # None: fires every time until removed
 
 
 class FaultInjector:
@@ -28,9 +28,9 @@ class FaultInjector:
         self._rules: list[_Rule] = []
         self._lock = threading.Lock()
 
-    def add(self, kind: str, op: str | None, count: int) -> _Rule:
-        if kind not in ("launch", "alloc", "lost"):
-            raise ValueError(f"fault kind must be 'launch', 'alloc' or 'lost', not {kind!r}")
+    def add(self, kind: str, op: str | None, count: int | None) -> _Rule:
+        if kind not in ("launch", "alloc"):
+            raise ValueError(f"fault kind must be 'launch' or 'alloc', not {kind!r}")
         rule = _Rule(kind, op, count)
         with self._lock:
             self._rules.append(rule)
@@ -47,8 +47,9 @@ class FaultInjector:
         with self._lock:
             for rule in self._rules:
                 if rule.kind == kind and (rule.op is None or rule.op in ops):
-                    rule.remaining -= 1
-                    if rule.remaining <= 0:
-                        self._rules.remove(rule)
+                    if rule.remaining is not None:
+                        rule.remaining -= 1
+                        if rule.remaining <= 0:
+                            self._rules.remove(rule)
                     what = f" of {rule.op}" if rule.op else ""
                     raise InjectedFault(f"injected {kind} failure{what}")

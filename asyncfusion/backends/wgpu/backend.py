@@ -82,7 +82,7 @@ class WgpuBackend:
         inputs = [handles[tid] for tid in layout.inputs]
         outs: list[Buffer] = []
         for (vi, dt), slot in zip(prog.outputs, prog.inplace):
-            outs.append(inputs[slot] if slot is not None else self.pool.acquire(n * 4))
+            outs.append(inputs[slot] if slot is not None else self.pool.acquire(n * 4, ordered=True))
         if n:
             params = np.zeros(uniform_words(prog), dtype=np.uint32)
             params[0] = n // 4 if prog.vec4 else n
@@ -191,7 +191,7 @@ class WgpuBackend:
         else:
             outer = numel(shape[:op.axis])
             r, inner = shape[op.axis], numel(shape[op.axis + 1:])
-        out = self.pool.acquire(outer * inner * 4)
+        out = self.pool.acquire(outer * inner * 4, ordered=True)
         key = ("reduce", op.op, op.input.dtype)
         wgsl = self._wgsl.get(key) or self._wgsl.setdefault(
             key, render_reduce(op.op, op.input.dtype, self.rt.workgroup))
@@ -199,7 +199,7 @@ class WgpuBackend:
         handles[op.out.id] = out
 
     def _cat(self, op: CatOp, handles: Handles) -> None:
-        out = self.pool.acquire(numel(op.out.shape) * 4)
+        out = self.pool.acquire(numel(op.out.shape) * 4, ordered=True)
         inner = numel(op.out.shape[op.axis + 1:])
         out_row = op.out.shape[op.axis] * inner
         wgsl = self._wgsl.get("cat") or self._wgsl.setdefault(
@@ -214,7 +214,7 @@ class WgpuBackend:
 
     def _reshape(self, op: ReshapeOp, handles: Handles) -> None:
         src: Buffer = handles[op.input.id]
-        out = self.pool.acquire(src.nbytes)
+        out = self.pool.acquire(src.nbytes, ordered=True)
         if src.nbytes:
             self.rt.encoder(self.batch).copy_buffer_to_buffer(src.gpu, 0, out.gpu, 0, src.nbytes)
         handles[op.out.id] = out

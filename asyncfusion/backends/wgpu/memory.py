@@ -1,8 +1,9 @@
 """Buffer pools by size class, with accounting for live and pooled bytes.
 
-A buffer released during a batch is *retired*, not pooled, until that batch is submitted:
+A buffer released during a batch is *retired* until that batch is submitted:
 ``queue.write_buffer`` (used for uploads) runs before the batch's commands, so handing a
 retired buffer to an upload could overwrite data an earlier dispatch still has to read.
+A kernel output may take a retired buffer at once: commands in one encoder run in order.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ class BufferPool:
         self._create = create
         self._faults = faults
         self._free: dict[int, list[Any]] = defaultdict(list)
-        self._retired: list[Buffer] = []
+        self._retired: dict[int, list[Buffer]] = defaultdict(list)
         self._lock = threading.Lock()
         self._max_pooled = max_pooled_bytes
         self.live = 0
@@ -33,10 +34,17 @@ class BufferPool:
         self.pooled_bytes = 0
         self.allocations = 0
 
-    def acquire(self, nbytes: int) -> Buffer:
+    def acquire(self, nbytes: int, *, ordered: bool = False) -> Buffer:
+        """A buffer of at least ``nbytes``; ``ordered`` (written by a command of the current
+        batch, not by an upload) allows a buffer retired in this batch."""
         self._faults.check("alloc")
         cap = size_class(nbytes)
         with self._lock:
+            retired = self._retired.get(cap) if ordered else None
+            if retired:
+                buf = retired.pop()
+                buf.nbytes = nbytes
+                return buf
             free = self._free.get(cap)
             gpu = free.pop() if free else None
             if gpu is not None:
@@ -54,7 +62,7 @@ class BufferPool:
     def retire(self, buf: Buffer) -> None:
         """Release a buffer that the current (unsubmitted) batch may still read."""
         with self._lock:
-            self._retired.append(buf)
+            self._retired[buf.capacity].append(buf)
 
     def release(self, buf: Buffer) -> None:
         """Release a buffer that no unsubmitted work refers to."""
@@ -64,8 +72,9 @@ class BufferPool:
     def submitted(self) -> None:
         """The batch was submitted: retired buffers may be reused."""
         with self._lock:
-            for buf in self._retired:
-                self._put(buf)
+            for bufs in self._retired.values():
+                for buf in bufs:
+                    self._put(buf)
             self._retired.clear()
 
     def _put(self, buf: Buffer) -> None:
