@@ -45,7 +45,8 @@ def from_numpy_array(arr: np.ndarray, device: Any) -> Tensor:
     dtype = from_numpy(arr.dtype)
     shape = tuple(int(d) for d in arr.shape)
     out = Tensor(shape, dtype, device)
-    device.register(InitOp(out.out_ir(), arr if arr.flags.c_contiguous else arr.copy()))
+    out_ir = out.out_ir()
+    device.register(InitOp(out_ir, arr if arr.flags.c_contiguous else arr.copy()), (), out_ir)
     return out
 
 

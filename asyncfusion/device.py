@@ -24,7 +24,7 @@ from .backends.base import MemoryStats
 from .backends.numpy_backend import NumpyBackend
 from .errors import BlockingCallError, DeviceClosedError
 from .fusion import Fusion, Plain
-from .ir import OperationIr
+from .ir import OperationIr, TensorIr
 from .server import Executor, Request, Server
 from .stream import StreamId, Streams
 from .trace import Counters, CounterSnapshot
@@ -71,6 +71,12 @@ class Device:
         return self._closed
 
     @property
+    def lost(self) -> bool:
+        """True once the underlying GPU device is gone (open a new device)."""
+        rt = getattr(self.backend, "rt", None)
+        return rt is not None and rt.lost is not None
+
+    @property
     def max_buffer_size(self) -> int:
         return self.backend.max_buffer_size
 
@@ -86,10 +92,13 @@ class Device:
         return self.backend.memory_stats()
 
     # -- registration (hot path) -----------------------------------------------------------
-    def register(self, op: OperationIr) -> None:
+    def register(self, op: OperationIr, inputs: tuple[int, ...] | list[int],
+                 out: TensorIr) -> None:
+        """Queue ``op`` (reading tensor ids ``inputs``, producing ``out``) on the caller's
+        stream."""
         if self._closed:
             raise self._server._dead_error()
-        n = self.streams.register(StreamId.current(), op)
+        n = self.streams.register(StreamId.current(), op, inputs, out)
         if n == self.streams.flush_threshold:
             self._poke()
 
@@ -215,8 +224,9 @@ def default_device() -> Device:
     """
     with _default_lock:
         dev = _default.get("device")
-        if dev is not None and not dev.closed:
+        if dev is not None and not dev.closed and not dev.lost:
             return dev
+        _close_default()
         cm = start_blocking_portal()
         portal = cm.__enter__()
         dev = Device("wgpu")

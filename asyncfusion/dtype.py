@@ -49,6 +49,8 @@ class DType(enum.Enum):
     def is_int(self) -> bool:
         return self in (DType.int32, DType.uint32)
 
+    __hash__ = object.__hash__  # members are singletons; Enum's own hash runs Python code
+
     def __repr__(self) -> str:
         return f"asyncfusion.{self.label}"
 

@@ -47,6 +47,8 @@ class TensorStatus(enum.Enum):
     READ_ONLY = "ReadOnly"
     READ_WRITE = "ReadWrite"
 
+    __hash__ = object.__hash__  # members are singletons; Enum's own hash runs Python code
+
 
 def numel(shape: tuple[int, ...]) -> int:
     n = 1
@@ -298,12 +300,21 @@ class ReshapeOp(OperationIr):
 
 @dataclass(frozen=True, slots=True)
 class DropOp(OperationIr):
-    """The Python handle of ``tensor`` is gone: its buffer may be freed, or never written."""
+    """The Python handle of ``tensor`` is gone: its buffer may be freed, or never written.
+
+    ``tensor`` is the record its producer made; a drop is always the tensor's last use.
+    """
 
     tensor: TensorIr
 
     def inputs(self) -> tuple[TensorIr, ...]:
         return (self.tensor,)
+
+    def describe(self) -> str:
+        return f"Drop in=[t{self.tensor.id}:{TensorStatus.READ_WRITE.value}] out=[]"
+
+    def signature(self, rn: _Renumber) -> tuple[Any, ...]:
+        return ("Drop", rn.tensor(self.tensor)[0])
 
     def outputs(self) -> tuple[TensorIr, ...]:
         return ()

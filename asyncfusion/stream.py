@@ -22,7 +22,7 @@ import sys
 import threading
 from typing import Hashable
 
-from .ir import DropOp, OperationIr, TensorIr, TensorStatus
+from .ir import DropOp, OperationIr, TensorIr
 
 __all__ = ["StreamId", "StreamQueue", "Streams"]
 
@@ -73,14 +73,16 @@ class Streams:
         self.drops: collections.deque[int] = collections.deque()
         self.pending_uses: dict[int, int] = {}
         self.use_queue: dict[int, StreamQueue] = {}
-        self.producer: dict[int, tuple[StreamQueue, int]] = {}
+        self.producer: dict[int, tuple[StreamQueue, int, TensorIr]] = {}
         self.freeable: list[int] = []
         self.deferred: set[int] = set()
         self.flush_threshold = flush_threshold
 
     # -- registration (any thread) -------------------------------------------------------
-    def register(self, key: Hashable, op: OperationIr) -> int:
-        """Queue ``op`` on stream ``key``; returns the queue's length."""
+    def register(self, key: Hashable, op: OperationIr, inputs: tuple[int, ...] | list[int],
+                 out: TensorIr) -> int:
+        """Queue ``op`` (reading ``inputs``, producing ``out``) on stream ``key``; returns
+        the queue's length."""
         with self.lock:
             if self.drops:
                 self._apply_drops()
@@ -90,14 +92,12 @@ class Streams:
             seq = q.base + len(q.ops)
             q.ops.append(op)
             pending, uses, last, use_queue = self.pending_uses, q.uses, q.last, self.use_queue
-            for t in op.inputs():
-                tid = t.id
+            for tid in inputs:
                 pending[tid] = pending.get(tid, 0) + 1
                 uses[tid] = uses.get(tid, 0) + 1
                 last[tid] = seq
                 use_queue[tid] = q
-            for t in op.outputs():
-                self.producer[t.id] = (q, seq)
+            self.producer[out.id] = (q, seq, out)
             return len(q.ops)
 
     def drop(self, tid: int) -> None:
@@ -119,9 +119,7 @@ class Streams:
                 continue
             prod = self.producer.get(tid)
             if prod is not None:
-                q, seq = prod
-                out = next(t for t in q.ops[seq - q.base].outputs() if t.id == tid)
-                q.ops.append(DropOp(TensorIr(tid, out.shape, out.dtype, TensorStatus.READ_WRITE)))
+                prod[0].ops.append(DropOp(prod[2]))
             else:
                 self.freeable.append(tid)
 
@@ -183,7 +181,7 @@ class Streams:
         prod = self.producer.get(tid)
         if prod is None:
             return None
-        q, seq = prod
+        q, seq, _ = prod
         return q.key, seq + 1
 
     def keys(self) -> list[Hashable]:

@@ -14,7 +14,7 @@ import numpy as np
 
 from .dtype import DType, as_dtype, promote
 from .errors import AxisError, DeviceMismatchError, DTypeError, LimitError, ShapeError
-from .ir import (ELEMENTWISE, REDUCTIONS, CatOp, ElementwiseOp, OperationIr, ReduceOp,
+from .ir import (ELEMENTWISE, REDUCTIONS, CatOp, ElementwiseOp, ReduceOp,
                  ReshapeOp, ScalarIr, TensorIr, TensorStatus, numel)
 
 __all__ = ["Tensor", "elementwise", "where", "minimum", "maximum", "cat"]
@@ -186,7 +186,8 @@ class Tensor:
             shape = tuple(shape[0])
         target = _reshape_target(self.shape, shape)
         out = Tensor(target, self.dtype, self.device)
-        self.device.register(ReshapeOp(self.ir(), out.out_ir()))
+        out_ir = out.out_ir()
+        self.device.register(ReshapeOp(self.ir(), out_ir), (self.id,), out_ir)
         return out
 
     def _reduce(self, op: str, axis: int | None, keepdims: bool) -> Tensor:
@@ -212,7 +213,8 @@ class Tensor:
                       if keepdims or d not in reduced)
         dtype = DType.float32 if op == "mean" else self.dtype
         out = Tensor(shape, dtype, self.device)
-        self.device.register(ReduceOp(op, self.ir(), ax, keepdims, out.out_ir()))
+        out_ir = out.out_ir()
+        self.device.register(ReduceOp(op, self.ir(), ax, keepdims, out_ir), (self.id,), out_ir)
         return out
 
     def sum(self, axis: int | None = None, keepdims: bool = False) -> Tensor:
@@ -284,66 +286,102 @@ def _compute_dtype(op: str, rule: str, dtypes: list[DType], what: str) -> tuple[
     return DType.bool, DType.bool
 
 
-def elementwise(op: str, *args: Any, dtype: DType | None = None) -> Tensor:
-    """Record one element-wise op on tensors and Python scalars (numpy broadcasting)."""
+def _resolve(op: str, args: tuple[Any, ...], dtype: DType | None) -> tuple[DType, DType]:
+    """(compute dtype, output dtype) of an element-wise call, or the error that explains it.
+
+    Runs once per (op, operand types); the result is cached by :func:`elementwise`.
+    """
     spec = ELEMENTWISE[op]
     what = _SYMBOLS.get(op, op)
-    tensors = [a for a in args if type(a) is Tensor]
-    if not tensors:
-        raise TypeError(f"{what}: at least one operand must be an asyncfusion Tensor")
-    first = tensors[0]
-    device = first.device
-    shape = first.shape
-    for t in tensors[1:]:
-        if t.device is not device:
-            raise DeviceMismatchError(
-                f"{what}: operands live on two devices ({device!r} and {t.device!r}); "
-                "move data to one device first (read it and create it again there)")
-        if t.shape != shape:
-            shape = broadcast_shapes(shape, t.shape, what)
     if len(args) != spec.arity:
         raise TypeError(f"{what} takes {spec.arity} operand(s), got {len(args)}")
-    for a in args:
-        if type(a) is not Tensor and not isinstance(a, _SCALARS):
-            raise TypeError(f"{what}: operands must be Tensors or Python scalars, not "
-                            f"{type(a).__name__}; wrap arrays with asyncfusion.tensor()")
-
+    tensors = [a for a in args if type(a) is Tensor]
+    first = tensors[0]
     if spec.rule == "cast":
         assert dtype is not None
-        compute = out_dtype = dtype
-        arg_dtypes = [first.dtype]
-    elif spec.rule == "where":
+        return dtype, dtype
+    if spec.rule == "where":
         cond = args[0]
         if type(cond) is not Tensor or cond.dtype is not DType.bool:
             raise DTypeError("where: the condition must be a bool tensor (for example x > 0)")
         ref = next((a.dtype for a in args[1:] if type(a) is Tensor), None)
-        arg_dtypes = [a.dtype if type(a) is Tensor else _scalar_dtype(a, ref, what)
-                      for a in args[1:]] if ref else [DType.float32]
-        compute = arg_dtypes[0]
-        for d in arg_dtypes[1:]:
-            compute = promote(compute, d, what)
-        out_dtype = compute
         if ref is None:
             raise TypeError("where: give at least one tensor among the two value operands")
-    else:
-        arg_dtypes = [a.dtype for a in tensors]
-        scalar_dtypes = [_scalar_dtype(a, first.dtype, what) for a in args if type(a) is not Tensor]
-        compute, out_dtype = _compute_dtype(op, spec.rule, arg_dtypes + scalar_dtypes, what)
+        dts = [a.dtype if type(a) is Tensor else _scalar_dtype(a, ref, what) for a in args[1:]]
+        return _compute_dtype(op, "numeric" if ref is not DType.bool else "logical", dts, what)
+    dts = [a.dtype for a in tensors]
+    dts += [_scalar_dtype(a, first.dtype, what) for a in args if type(a) is not Tensor]
+    return _compute_dtype(op, spec.rule, dts, what)
 
-    if shape != first.shape:
-        _check_size(shape, device, what)
-    scalar_type = compute
-    irs: list[TensorIr | ScalarIr] = []
+
+_RESOLVED: dict[tuple[Any, ...], tuple[DType, DType]] = {}
+_SCALAR_IR = {d: ScalarIr(d) for d in DType}
+
+
+def elementwise(op: str, *args: Any, dtype: DType | None = None) -> Tensor:
+    """Record one element-wise op on tensors and Python scalars (numpy broadcasting).
+
+    This is the hot path of every program: one pass over the operands, dtype rules
+    cached per (op, operand types), and nothing else before the op is queued.
+    """
+    first: Tensor | None = None
+    shape: tuple[int, ...] = ()
+    kinds: list[Any] = [op, dtype]
+    ids: list[int] = []
+    for a in args:
+        if type(a) is Tensor:
+            if first is None:
+                first, shape = a, a.shape
+            elif a.device is not first.device:
+                raise DeviceMismatchError(
+                    f"{_SYMBOLS.get(op, op)}: operands live on two devices ({first.device!r} "
+                    f"and {a.device!r}); read one and create it again on the other's device")
+            elif a.shape != shape:
+                shape = broadcast_shapes(shape, a.shape, _SYMBOLS.get(op, op))
+            kinds.append(a.dtype)
+            ids.append(a.id)
+        elif isinstance(a, _SCALARS):
+            kinds.append(type(a))
+        else:
+            raise TypeError(f"{_SYMBOLS.get(op, op)}: operands must be Tensors or Python "
+                            f"scalars, not {type(a).__name__}; wrap arrays with "
+                            "asyncfusion.tensor()")
+    if first is None:
+        raise TypeError(f"{_SYMBOLS.get(op, op)}: at least one operand must be an asyncfusion "
+                        "Tensor")
+    key = tuple(kinds)
+    resolved = _RESOLVED.get(key)
+    if resolved is None:
+        resolved = _RESOLVED[key] = _resolve(op, args, dtype)
+    compute, out_dtype = resolved
+    device = first.device
+    if len(ids) == len(args):
+        irs = tuple(a.ir() for a in args)
+        scalars: tuple[Any, ...] = ()
+    else:
+        irs, scalars = _with_scalars(op, args, compute)
+    if shape is not first.shape and shape != first.shape:
+        _check_size(shape, device, _SYMBOLS.get(op, op))
+    out = Tensor(shape, out_dtype, device)
+    out_ir = TensorIr(out.id, shape, out_dtype, _NOT_INIT)
+    device.register(ElementwiseOp(op, irs, scalars, out_ir, compute), ids, out_ir)
+    return out
+
+
+def _with_scalars(op: str, args: tuple[Any, ...], compute: DType
+                  ) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    irs: list[Any] = []
     scalars: list[Any] = []
     for a in args:
         if type(a) is Tensor:
             irs.append(a.ir())
-        else:
-            irs.append(ScalarIr(scalar_type))
-            scalars.append(a.item() if isinstance(a, np.generic) else a)
-    out = Tensor(shape, out_dtype, device)
-    device.register(ElementwiseOp(op, tuple(irs), tuple(scalars), out.out_ir(), compute))
-    return out
+            continue
+        value = a.item() if isinstance(a, np.generic) else a
+        if compute.is_int and not isinstance(value, bool):
+            _scalar_dtype(value, compute, _SYMBOLS.get(op, op))  # range check
+        irs.append(_SCALAR_IR[compute])
+        scalars.append(value)
+    return tuple(irs), tuple(scalars)
 
 
 def where(cond: Tensor, a: Any, b: Any) -> Tensor:
@@ -385,6 +423,7 @@ def cat(tensors: list[Tensor] | tuple[Tensor, ...], axis: int = 0) -> Tensor:
     shape[ax] = sum(t.shape[ax] for t in tensors)
     _check_size(tuple(shape), first.device, "cat")
     out = Tensor(tuple(shape), first.dtype, first.device)
-    op: OperationIr = CatOp(tuple(t.ir() for t in tensors), ax, out.out_ir())
-    first.device.register(op)
+    out_ir = out.out_ir()
+    first.device.register(CatOp(tuple(t.ir() for t in tensors), ax, out_ir),
+                          tuple(t.id for t in tensors), out_ir)
     return out

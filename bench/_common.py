@@ -252,6 +252,7 @@ def meta(info: dict[str, Any], args: argparse.Namespace, **extra: Any) -> dict[s
         "wgpu": wgpu.__version__,
         "asyncfusion": _pkg_version("asyncfusion"),
         "torch": getattr(torch, "__version__", None),
+        "git": git_state(),
         "quick": bool(getattr(args, "quick", False)),
         "argv": sys.argv[1:],
         "timer": "time.perf_counter",
@@ -262,6 +263,23 @@ def meta(info: dict[str, Any], args: argparse.Namespace, **extra: Any) -> dict[s
             out["torch_cuda_device"] = torch.cuda.get_device_name(0)
     out.update(extra)
     return out
+
+
+def git_state() -> str | None:
+    """'<commit>' or '<commit>+dirty' (asyncfusion/ changed) of the checkout; where there is
+    no .git (a copied tree), ``AF_BENCH_GIT`` if set."""
+    import subprocess  # noqa: PLC0415
+
+    root = BENCH_DIR.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, text=True,
+                              capture_output=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "asyncfusion"],
+                               cwd=root, text=True, capture_output=True, timeout=10,
+                               check=True).stdout.strip()
+        return head + ("+dirty" if dirty else "")
+    except Exception:  # noqa: BLE001 - no git, or not a checkout
+        return os.environ.get("AF_BENCH_GIT") or None
 
 
 def _pkg_version(name: str) -> str | None:
