@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .dtype import DType
-from .ir import DropOp, ElementwiseOp, OperationIr, ScalarIr, TensorIr, TensorStatus, numel
+from .ir import DropOp, ElementwiseOp, OperationIr, ScalarIr, TensorStatus, numel
 
 __all__ = ["KernelInput", "Instr", "ElementwiseProgram", "BlockLayout", "layout_block"]
 

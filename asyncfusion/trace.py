@@ -17,7 +17,6 @@ from typing import Iterator, TextIO
 
 __all__ = ["Counters", "CounterSnapshot", "tracing", "trace_enabled", "emit", "take_launches"]
 
-_state = threading.local()
 _global = {"on": os.environ.get("ASYNCFUSION_TRACE", "") not in ("", "0"),
            "out": None}
 _lock = threading.Lock()

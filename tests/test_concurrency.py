@@ -16,15 +16,9 @@ import pytest
 
 import asyncfusion as af
 from tests.conftest import assert_close
+from tests.programs import chain8, chain8_np
 
 
-def chain8(x: af.Tensor) -> af.Tensor:
-    t = ((x * 0.5 + 1.0).sin().exp() * 0.25 + 2.0).cos()
-    return abs(t)
-
-
-def chain8_np(x: np.ndarray) -> np.ndarray:
-    return np.abs(np.cos(np.exp(np.sin(x * np.float32(0.5) + 1)) * np.float32(0.25) + 2))
 
 
 async def test_tensor_made_in_one_task_is_read_in_another(dev):
@@ -216,8 +210,7 @@ async def test_many_tasks_reading_syncing_and_dropping_shared_tensors_finish(dev
             elif action < 0.8:
                 await dev.sync()
             else:
-                tmp = shared[j] * 1.0
-                del tmp
+                shared[j] * 1.0  # created and dropped at once
 
     with anyio.fail_after(60):
         async with anyio.create_task_group() as tg:

@@ -14,25 +14,11 @@ from asyncfusion.backends.wgpu.codegen import render_elementwise
 from asyncfusion.elementwise import layout_block
 from asyncfusion.fusion.plan import FusedStep
 from tests.conftest import assert_close
+from tests.programs import chain8, chain8_np
 
 GOLDEN = Path(__file__).parent / "golden"
 
 
-def chain8(x: af.Tensor) -> af.Tensor:
-    t = x * 0.5
-    t = t + 1.0
-    t = t.sin()
-    t = t.exp()
-    t = t * 0.25
-    t = t + 2.0
-    t = t.cos()
-    return t.abs()
-
-
-def chain8_np(x: np.ndarray) -> np.ndarray:
-    t = np.cos(np.exp(np.sin(x * np.float32(0.5) + np.float32(1))) * np.float32(0.25)
-               + np.float32(2))
-    return np.abs(t)
 
 
 def small(dev, start: float) -> af.Tensor:

@@ -9,14 +9,29 @@ Backends that can fuse element-wise blocks also implement ``run_elementwise``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
 from ..elementwise import BlockLayout
-from ..ir import OperationIr
+from ..ir import CatOp, DropOp, ElementwiseOp, InitOp, OperationIr, ReduceOp, ReshapeOp
 
-__all__ = ["Backend", "Handles", "Poison", "MemoryStats"]
+__all__ = ["Backend", "Handles", "Poison", "MemoryStats", "OP_METHODS", "bind_op_table"]
+
+# The unfused lowering of each op kind: the backend method that runs it.
+OP_METHODS: dict[type, str] = {
+    InitOp: "_init",
+    ElementwiseOp: "_elementwise",
+    ReduceOp: "_reduce",
+    CatOp: "_cat",
+    ReshapeOp: "_reshape",
+    DropOp: "_drop",
+}
+
+
+def bind_op_table(backend: Any) -> dict[type, Callable[[Any, "Handles"], None]]:
+    """``{op type: bound method}`` for a backend, so ``run`` is one dict lookup."""
+    return {kind: getattr(backend, name) for kind, name in OP_METHODS.items()}
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from ..dtype import DType
 from ..elementwise import BlockLayout
 from ..ir import (CatOp, DropOp, ElementwiseOp, InitOp, OperationIr, ReduceOp, ReshapeOp,
                   ScalarIr)
-from .base import Handles, MemoryStats
+from .base import Handles, MemoryStats, bind_op_table
 from .faults import FaultInjector
 
 __all__ = ["NumpyBackend", "NUMPY_ELEMENTWISE", "eval_elementwise"]
@@ -111,14 +111,7 @@ class NumpyBackend:
         self._live = 0
         self._live_bytes = 0
         self._allocs = 0
-        self._run: dict[type, Callable[[Any, Handles], None]] = {
-            InitOp: self._init,
-            ElementwiseOp: self._elementwise,
-            ReduceOp: self._reduce,
-            CatOp: self._cat,
-            ReshapeOp: self._reshape,
-            DropOp: self._drop,
-        }
+        self._run = bind_op_table(self)
 
     def _track(self, a: np.ndarray) -> np.ndarray:
         self.faults.check("alloc")

@@ -14,7 +14,7 @@ from ..ir import OperationIr, _Renumber
 from ..trace import Counters
 from .elementwise import ElementwiseFuser
 from .explorer import explore
-from .plan import Step, run_unfused
+from .plan import Step, UnfusedStep
 
 __all__ = ["Fusion", "Plain"]
 
@@ -27,8 +27,6 @@ class Plain:
         self.counters = counters
 
     def run(self, ops: list[OperationIr], handles: Handles) -> None:
-        from .plan import UnfusedStep
-
         for i in range(len(ops)):
             UnfusedStep(i).run(ops, [], self.inner, handles, self.counters)
 
@@ -61,5 +59,3 @@ class Fusion:
         for step in plan:
             step.run(ops, rn.ids, self.inner, handles, self.counters)
 
-
-__all__ += ["run_unfused"]

@@ -6,7 +6,7 @@ plain path and the fused path share one code generator and differ only in block 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -15,7 +15,7 @@ from ...dtype import DType
 from ...elementwise import BlockLayout, layout_block
 from ...ir import CatOp, DropOp, ElementwiseOp, InitOp, OperationIr, ReduceOp, ReshapeOp, numel
 from ...trace import Counters
-from ..base import Handles, MemoryStats
+from ..base import Handles, MemoryStats, bind_op_table
 from ..faults import FaultInjector
 from .codegen import render_elementwise, uniform_words
 from .kernels import render_cat_slice, render_reduce
@@ -40,14 +40,7 @@ class WgpuBackend:
         self.staging = BufferPool(self.rt.create_staging, self.faults)
         self.batch = self.rt.new_batch()
         self._wgsl: dict[Any, str] = {}
-        self._run: dict[type, Callable[[Any, Handles], None]] = {
-            InitOp: self._init,
-            ElementwiseOp: self._elementwise,
-            ReduceOp: self._reduce,
-            CatOp: self._cat,
-            ReshapeOp: self._reshape,
-            DropOp: self._drop,
-        }
+        self._run = bind_op_table(self)
 
     @property
     def adapter_summary(self) -> str:
