@@ -5,6 +5,7 @@ compute kernels and dispatches them through wgpu. Read results with
 ``await tensor.to_data()``.
 """
 
+from .custom import elementwise_op
 from .creation import arange, full, ones, rand, randn, tensor, zeros
 from .device import Device, default_device, open_device
 from .dtype import DType, bool_, float32, int32, uint32
@@ -19,7 +20,7 @@ __all__ = [
     "Tensor", "Device", "DType", "StreamId",
     "open_device", "default_device",
     "tensor", "zeros", "ones", "full", "arange", "rand", "randn",
-    "where", "minimum", "maximum", "cat",
+    "where", "minimum", "maximum", "cat", "elementwise_op",
     "float32", "int32", "uint32", "bool_",
     "tracing", "take_launches",
     "AsyncFusionError", "ShapeError", "DTypeError", "DeviceMismatchError", "AxisError",

@@ -6,6 +6,7 @@ import io
 import os
 from pathlib import Path
 
+import anyio
 import numpy as np
 import pytest
 
@@ -216,3 +217,14 @@ def test_generated_wgsl_matches_golden(case):
     layout = layout_block(fused)
     _golden(case, render_elementwise(layout.program, 256))
     del out
+
+
+async def test_a_long_queue_is_drained_by_the_server_without_a_read(dev):
+    x = af.tensor(np.ones(16, np.float32), device=dev)
+    y = x
+    for _ in range(600):  # past the 512-op flush threshold
+        y = y * 1.0
+    with anyio.fail_after(10):
+        while dev.stats().launches == 0:
+            await anyio.sleep(0.01)
+    assert_close(await y.to_data(), np.ones(16, np.float32))
