@@ -229,7 +229,8 @@ class ElementwiseOp(OperationIr):
         return (self.op, self.compute, args, rn.tensor(self.out))
 
     def with_last_use(self, tid: int) -> ElementwiseOp:
-        return dataclasses.replace(self, args=tuple(_rw(a, tid) for a in self.args))
+        return ElementwiseOp(self.op, tuple(_rw(a, tid) for a in self.args), self.scalars,
+                             self.out, self.compute)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,8 +2,9 @@
 
 Registration is synchronous and takes a few microseconds. A finalizer (``Tensor.__del__``)
 may run on any thread at any moment, even in the middle of a registration, so it only
-appends the tensor id to a lock-free deque; drops are applied under the lock at the next
-registration or when the executor takes work.
+appends the tensor id to a lock-free deque; drops are applied under the lock when the
+executor takes work (off the registering thread: a dropped tensor can never be used by a
+later op, so applying its drop late changes nothing).
 
 A drop becomes, in order of preference:
 1. the ``ReadWrite`` status of the tensor's last queued use, when every untaken use is in
@@ -84,8 +85,6 @@ class Streams:
         """Queue ``op`` (reading ``inputs``, producing ``out``) on stream ``key``; returns
         the queue's length."""
         with self.lock:
-            if self.drops:
-                self._apply_drops()
             q = self.queues.get(key)
             if q is None:
                 q = self.queues[key] = StreamQueue(key)

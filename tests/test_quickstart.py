@@ -53,3 +53,47 @@ async def test_blocking_door_refuses_inside_event_loop(dev):
         assert "await" in str(exc)
     else:
         raise AssertionError("to_data_sync() ran inside an event loop")
+
+
+def _run_example(name: str, **env: str) -> str:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "examples" / name
+    proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, **env})
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_quickstart_example_prints_the_seed_trace():
+    out = _run_example("quickstart.py")
+    assert "[block] 3 op(s): Mul(F32), Add(F32), Exp(F32)" in out
+    assert out.count("[launch]") == 1
+    assert "--- result [148.41" in out and "launches: 1" in out
+
+
+def test_seed_loop_example_shows_eight_versus_one_launch():
+    out = _run_example("seed_loop.py")
+    assert out.count("8 ops -> 8 launch(es)") == 3
+    assert out.count("8 ops -> 1 launch(es)") == 3
+
+
+def test_trace_env_var_and_take_launches():
+    import subprocess
+    import sys
+
+    script = ("import asyncfusion as af\n"
+              "x = af.tensor([1.0, 2.0])\n"
+              "af.take_launches()\n"
+              "print((x * 2.0 + 1.0).to_data_sync())\n"
+              "print('launches', af.take_launches())\n")
+    import os
+
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "ASYNCFUSION_TRACE": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert "[registered] Mul" in proc.stdout and "[launch] elementwise[mul add]" in proc.stdout
+    assert "launches 1" in proc.stdout

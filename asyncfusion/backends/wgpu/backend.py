@@ -24,6 +24,8 @@ from .runtime import Buffer, Runtime, get_runtime
 
 __all__ = ["WgpuBackend"]
 
+_MAX_DISPATCHES = 256
+
 
 class WgpuBackend:
     name = "wgpu"
@@ -36,8 +38,8 @@ class WgpuBackend:
         self.faults = FaultInjector()
         self.max_storage_bindings = self.rt.max_storage_bindings
         self.max_buffer_size = self.rt.max_buffer_size
-        self.pool = BufferPool(self.rt.create_storage, self.faults)
-        self.staging = BufferPool(self.rt.create_staging, self.faults)
+        self.pool = BufferPool(self.rt.create_storage, self.faults, self.rt.forget_buffer)
+        self.staging = BufferPool(self.rt.create_staging, self.faults, self.rt.forget_buffer)
         self.batch = self.rt.new_batch()
         self._wgsl: dict[Any, str] = {}
         self._run = bind_op_table(self)
@@ -86,8 +88,7 @@ class WgpuBackend:
             lent = {s for s in prog.inplace if s is not None}
             storage = [(b, "read_write" if k in lent else "read") for k, b in enumerate(inputs)]
             storage += [(b, "read_write") for b, s in zip(outs, prog.inplace) if s is None]
-            self.rt.dispatch(self.batch, wgsl, storage, params, int(params[0]))
-            self.counters.launch(f"elementwise[{' '.join(names)}]")
+            self._dispatch(wgsl, storage, params, int(params[0]), f"elementwise[{' '.join(names)}]")
         for tid, buf in zip(layout.outputs, outs):
             handles[tid] = buf
         for slot in prog.inplace:
@@ -114,8 +115,7 @@ class WgpuBackend:
         n = numel(shape)
         staging = self.staging.acquire(max(n * 4, 4))
         if n:
-            enc = self.rt.encoder(self.batch)
-            enc.copy_buffer_to_buffer(handle.gpu, 0, staging.gpu, 0, n * 4)
+            self.rt.copy(self.batch, handle.gpu, staging.gpu, n * 4)
         return (staging, shape, dtype)
 
     def finish_read(self, token: Any) -> np.ndarray:
@@ -144,7 +144,7 @@ class WgpuBackend:
         fence = self.staging.acquire(4)
         try:
             src = self.pool.acquire(4)
-            self.rt.encoder(self.batch).copy_buffer_to_buffer(src.gpu, 0, fence.gpu, 0, 4)
+            self.rt.copy(self.batch, src.gpu, fence.gpu, 4)
             self.pool.retire(src)
             self.flush()
             fence.gpu.map_sync(1, 0, fence.capacity)
@@ -173,9 +173,17 @@ class WgpuBackend:
         self.faults.check("launch", (name,))
         if params[0] == 0:
             return
-        self.rt.dispatch(self.batch, wgsl, [(src, "read"), (dst, "read_write")],
-                         np.array(params + [0] * (4 - len(params)), dtype=np.uint32), params[0])
+        self._dispatch(wgsl, [(src, "read"), (dst, "read_write")],
+                       np.array(params + [0] * (4 - len(params)), dtype=np.uint32), params[0], name)
+
+    def _dispatch(self, wgsl: str, storage: list[tuple[Buffer, str]], params: np.ndarray,
+                  threads: int, name: str) -> None:
+        self.rt.dispatch(self.batch, wgsl, storage, params, threads)
         self.counters.launch(name)
+        if self.batch.dispatches >= _MAX_DISPATCHES:
+            # Submit long rounds in pieces: the GPU starts while we encode the rest, and
+            # lavapipe slows down for good after a submission of ~10k dispatches.
+            self.flush()
 
     def _reduce(self, op: ReduceOp, handles: Handles) -> None:
         shape = op.input.shape
@@ -209,7 +217,7 @@ class WgpuBackend:
         src: Buffer = handles[op.input.id]
         out = self.pool.acquire(src.nbytes, ordered=True)
         if src.nbytes:
-            self.rt.encoder(self.batch).copy_buffer_to_buffer(src.gpu, 0, out.gpu, 0, src.nbytes)
+            self.rt.copy(self.batch, src.gpu, out.gpu, src.nbytes)
         handles[op.out.id] = out
 
     def _drop(self, op: DropOp, handles: Handles) -> None:

@@ -21,8 +21,9 @@ __all__ = ["BufferPool"]
 
 class BufferPool:
     def __init__(self, create: Callable[[int], Any], faults: FaultInjector,
-                 max_pooled_bytes: int = 512 << 20) -> None:
+                 forget: Callable[[Any], None], max_pooled_bytes: int = 512 << 20) -> None:
         self._create = create
+        self._forget = forget
         self._faults = faults
         self._free: dict[int, list[Any]] = defaultdict(list)
         self._retired: dict[int, list[Buffer]] = defaultdict(list)
@@ -80,12 +81,24 @@ class BufferPool:
     def _put(self, buf: Buffer) -> None:
         self.live -= 1
         self.live_bytes -= buf.capacity
-        if self.pooled_bytes + buf.capacity > self._max_pooled:
-            buf.gpu.destroy()
-            return
+        # Over the cap, evict pooled buffers of the most-pooled other size first: a
+        # program whose sizes change must not find the pool full of sizes it left behind.
+        while self.pooled_bytes + buf.capacity > self._max_pooled:
+            others = [c for c, lst in self._free.items() if lst and c != buf.capacity]
+            if not others:
+                self._destroy(buf.gpu)
+                return
+            victim = max(others, key=lambda c: c * len(self._free[c]))
+            self._destroy(self._free[victim].pop())
+            self.pooled -= 1
+            self.pooled_bytes -= victim
         self._free[buf.capacity].append(buf.gpu)
         self.pooled += 1
         self.pooled_bytes += buf.capacity
+
+    def _destroy(self, gpu: Any) -> None:
+        self._forget(gpu)
+        gpu.destroy()
 
     def stats(self) -> MemoryStats:
         with self._lock:

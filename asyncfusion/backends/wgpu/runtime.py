@@ -23,7 +23,7 @@ _STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsa
 _STAGING = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
 _UNIFORM = wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
 _ARENA = 1 << 16
-_SLOT = 256
+_MAX_GROUPS = 4096
 
 
 def size_class(nbytes: int) -> int:
@@ -45,8 +45,17 @@ class Buffer:
 
 @dataclass(slots=True)
 class _Batch:
+    """The commands of one round: an encoder, an open compute pass, and uniform arenas.
+
+    Arenas (64 KiB uniform buffers) are kept across rounds and rewritten at each submit;
+    every dispatch reads its parameters at a dynamic offset in one of them, so a bind
+    group depends only on the buffers it binds and is cached.
+    """
+
     encoder: Any = None
-    uniforms: list[tuple[Any, bytearray]] = field(default_factory=list)
+    cpass: Any = None
+    arenas: list[tuple[Any, bytearray]] = field(default_factory=list)
+    arena: int = -1
     used: int = _ARENA
     dispatches: int = 0
 
@@ -71,7 +80,8 @@ class Runtime:
         self.workgroup = workgroup or min(256 if adapter.info["adapter_type"] == "CPU" else 512,
                                           invocations)
         self.max_storage_bindings = want
-        self.max_buffer_size = min(lim["max-buffer-size"], lim["max-storage-buffer-binding-size"])
+        self.max_binding = lim["max-storage-buffer-binding-size"]
+        self.max_buffer_size = min(lim["max-buffer-size"], self.max_binding)
         self.max_workgroups = lim["max-compute-workgroups-per-dimension"]
         self.uniform_align = max(lim["min-uniform-buffer-offset-alignment"], 16)
         self.adapter_info = dict(adapter.info)
@@ -86,6 +96,7 @@ class Runtime:
         self.lock = threading.RLock()  # serializes encoding/submission across devices
         self.lost: str | None = None
         self._pipelines: dict[str, tuple[Any, Any]] = {}
+        self._groups: dict[tuple[Any, ...], Any] = {}
         self.pipelines_created = 0
 
     def check_alive(self) -> None:
@@ -103,7 +114,8 @@ class Runtime:
         if hit is not None:
             return hit
         entries = [{"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE,
-                    "buffer": {"type": wgpu.BufferBindingType.uniform}}]
+                    "buffer": {"type": wgpu.BufferBindingType.uniform,
+                               "has_dynamic_offset": True}}]
         for b, access in enumerate(storage, start=1):
             kind = (wgpu.BufferBindingType.storage if access == "read_write"
                     else wgpu.BufferBindingType.read_only_storage)
@@ -130,26 +142,44 @@ class Runtime:
         data = params.astype(np.uint32).tobytes()
         size = -(-len(data) // 16) * 16
         if batch.used + size > _ARENA:
-            buf = self.device.create_buffer(size=_ARENA, usage=_UNIFORM)
-            batch.uniforms.append((buf, bytearray(_ARENA)))
+            batch.arena += 1
+            if batch.arena == len(batch.arenas):
+                buf = self.device.create_buffer(size=_ARENA, usage=_UNIFORM)
+                batch.arenas.append((buf, bytearray(_ARENA)))
             batch.used = 0
-        arena, host = batch.uniforms[-1]
+        arena, host = batch.arenas[batch.arena]
         off = batch.used
         host[off:off + len(data)] = data
         batch.used = -(-(off + size) // self.uniform_align) * self.uniform_align
-        entries = [{"binding": 0, "resource": {"buffer": arena, "offset": off, "size": size}}]
-        for b, (buf, _) in enumerate(storage, start=1):
-            size = min(buf.capacity, max(16, -(-buf.nbytes // 16) * 16))
-            entries.append({"binding": b, "resource": {"buffer": buf.gpu, "offset": 0,
-                                                        "size": size}})
-        group = self.device.create_bind_group(layout=bgl, entries=entries)
-        enc = self.encoder(batch)
-        cp = enc.begin_compute_pass()
+        key = (bgl, arena, size) + tuple(b.gpu for b, _ in storage)
+        group = self._groups.get(key)
+        if group is None:
+            entries = [{"binding": 0, "resource": {"buffer": arena, "offset": 0, "size": size}}]
+            for b, (buf, _) in enumerate(storage, start=1):
+                bsize = min(buf.capacity, self.max_binding)  # cached: bind it all
+                entries.append({"binding": b, "resource": {"buffer": buf.gpu, "offset": 0,
+                                                            "size": bsize}})
+            group = self.device.create_bind_group(layout=bgl, entries=entries)
+            if len(self._groups) >= _MAX_GROUPS:
+                self._groups.pop(next(iter(self._groups)))
+            self._groups[key] = group
+        if batch.cpass is None:
+            batch.cpass = self.encoder(batch).begin_compute_pass()
+        cp = batch.cpass
         cp.set_pipeline(pipe)
-        cp.set_bind_group(0, group)
+        cp.set_bind_group(0, group, [off])
         cp.dispatch_workgroups(*self.grid(threads))
-        cp.end()
         batch.dispatches += 1
+
+    def copy(self, batch: _Batch, src: Any, dst: Any, nbytes: int) -> None:
+        """Encode a buffer copy after everything encoded so far (ends the open pass)."""
+        self._end_pass(batch)
+        self.encoder(batch).copy_buffer_to_buffer(src, 0, dst, 0, nbytes)
+
+    def _end_pass(self, batch: _Batch) -> None:
+        if batch.cpass is not None:
+            batch.cpass.end()
+            batch.cpass = None
 
     def encoder(self, batch: _Batch) -> Any:
         if batch.encoder is None:
@@ -159,12 +189,19 @@ class Runtime:
     def submit(self, batch: _Batch) -> None:
         if batch.encoder is None:
             return
-        for buf, host in batch.uniforms:
+        self._end_pass(batch)
+        for buf, host in batch.arenas[:batch.arena + 1]:
             self.queue.write_buffer(buf, 0, host)
         self.queue.submit([batch.encoder.finish()])
         batch.encoder = None
-        batch.uniforms = []
+        batch.arena = -1
         batch.used = _ARENA
+        batch.dispatches = 0
+
+    def forget_buffer(self, gpu: Any) -> None:
+        """Drop cached bind groups that bind ``gpu`` (about to be destroyed)."""
+        for key in [k for k in self._groups if gpu in k[3:]]:
+            del self._groups[key]
 
     def new_batch(self) -> _Batch:
         return _Batch()
