@@ -24,8 +24,6 @@ from .runtime import Buffer, Runtime, get_runtime
 
 __all__ = ["WgpuBackend"]
 
-_MAX_DISPATCHES = 256
-
 
 class WgpuBackend:
     name = "wgpu"
@@ -180,7 +178,7 @@ class WgpuBackend:
                   threads: int, name: str) -> None:
         self.rt.dispatch(self.batch, wgsl, storage, params, threads)
         self.counters.launch(name)
-        if self.batch.dispatches >= _MAX_DISPATCHES:
+        if self.batch.dispatches >= self.rt.dispatches_per_submit:
             # Submit long rounds in pieces: the GPU starts while we encode the rest, and
             # lavapipe slows down for good after a submission of ~10k dispatches.
             self.flush()

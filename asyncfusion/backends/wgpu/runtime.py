@@ -77,8 +77,11 @@ class Runtime:
                 raise ValueError("max_storage_bindings must be at least 4 (one op binds up to 4)")
             want = min(want, max_storage_bindings)
         invocations = lim["max-compute-invocations-per-workgroup"]
-        self.workgroup = workgroup or min(256 if adapter.info["adapter_type"] == "CPU" else 512,
-                                          invocations)
+        cpu = adapter.info["adapter_type"] == "CPU"
+        self.workgroup = workgroup or min(256 if cpu else 512, invocations)
+        # A real GPU runs submitted work while we encode more: submit early and often.
+        # On lavapipe a submit blocks while earlier work runs, so batch more per submit.
+        self.dispatches_per_submit = 256 if cpu else 16
         self.max_storage_bindings = want
         self.max_binding = lim["max-storage-buffer-binding-size"]
         self.max_buffer_size = min(lim["max-buffer-size"], self.max_binding)
