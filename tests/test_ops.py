@@ -179,3 +179,15 @@ def test_shape_and_dtype_known_before_running():
     assert c.shape == (4, 3) and c.dtype is af.bool_
     assert (a.sum(axis=0)).shape == (1,) and a.mean().shape == ()
     assert af.cat([a, a], axis=1).shape == (4, 2)
+
+
+async def test_reductions_over_long_axes(dev, ref):
+    # A long axis is folded in chunked passes (one thread looping over it stops at 65535
+    # iterations on lavapipe).
+    for shape, axis in (((100_003,), None), ((70_001, 2), 0), ((3, 66_000), 1)):
+        data = sample(af.float32, shape, 21, positive=True)
+        for op in ("sum", "mean", "max", "min"):
+            res = await run_everywhere([dev, ref], lambda t: getattr(t, op)(axis=axis), data)
+            check(res, rtol=1e-4)
+    ints = sample(af.int32, (200_000,), 3)
+    check(await run_everywhere([dev, ref], lambda t: t.sum(), ints))

@@ -18,7 +18,7 @@ from ...trace import Counters
 from ..base import Handles, MemoryStats, bind_op_table
 from ..faults import FaultInjector
 from .codegen import render_elementwise, uniform_words
-from .kernels import render_cat_slice, render_reduce
+from .kernels import REDUCE_CHUNK, render_cat_slice, render_reduce
 from .memory import BufferPool
 from .runtime import Buffer, Runtime, get_runtime
 
@@ -171,8 +171,9 @@ class WgpuBackend:
         self.faults.check("launch", (name,))
         if params[0] == 0:
             return
-        self._dispatch(wgsl, [(src, "read"), (dst, "read_write")],
-                       np.array(params + [0] * (4 - len(params)), dtype=np.uint32), params[0], name)
+        words = np.zeros(-(-len(params) // 4) * 4, dtype=np.uint32)
+        words[:len(params)] = params
+        self._dispatch(wgsl, [(src, "read"), (dst, "read_write")], words, params[0], name)
 
     def _dispatch(self, wgsl: str, storage: list[tuple[Buffer, str]], params: np.ndarray,
                   threads: int, name: str) -> None:
@@ -190,11 +191,24 @@ class WgpuBackend:
         else:
             outer = numel(shape[:op.axis])
             r, inner = shape[op.axis], numel(shape[op.axis + 1:])
-        out = self.pool.acquire(outer * inner * 4, ordered=True)
-        key = ("reduce", op.op, op.input.dtype)
-        wgsl = self._wgsl.get(key) or self._wgsl.setdefault(
-            key, render_reduce(op.op, op.input.dtype, self.rt.workgroup))
-        self._simple(f"reduce_{op.op}", wgsl, handles[op.input.id], out, [outer * inner, r, inner])
+        combine = "sum" if op.op in ("sum", "mean") else op.op
+        src, src_dtype, total = handles[op.input.id], op.input.dtype, r
+        acc = DType.float32 if op.op == "mean" else src_dtype
+        while True:  # passes of REDUCE_CHUNK-element chunks until one chunk is left
+            chunks = max(1, -(-r // REDUCE_CHUNK))
+            final = chunks == 1
+            out = self.pool.acquire(outer * chunks * inner * 4, ordered=True)
+            divide = final and op.op == "mean"
+            key = ("reduce", combine, src_dtype, acc, divide)
+            wgsl = self._wgsl.get(key) or self._wgsl.setdefault(
+                key, render_reduce(combine, src_dtype, acc, divide, self.rt.workgroup))
+            self._simple(f"reduce_{op.op}", wgsl, src, out,
+                         [outer * chunks * inner, r, inner, REDUCE_CHUNK, total, 0, 0, 0])
+            if src is not handles[op.input.id]:
+                self.pool.retire(src)
+            if final:
+                break
+            src, src_dtype, r = out, acc, chunks
         handles[op.out.id] = out
 
     def _cat(self, op: CatOp, handles: Handles) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ...dtype import DType
 from .codegen import isnan
 
-__all__ = ["render_reduce", "render_cat_slice"]
+__all__ = ["render_reduce", "render_cat_slice", "REDUCE_CHUNK"]
 
 _HEAD = """struct Params {{ w: array<vec4<u32>, 1> }}
 @group(0) @binding(0) var<uniform> params: Params;
@@ -23,36 +23,47 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 
 _COMBINE = {
     "sum": "acc = acc + x;",
-    "mean": "acc = acc + x;",
     "max": "acc = {sel}max(acc, x){nan};",
     "min": "acc = {sel}min(acc, x){nan};",
 }
 
+REDUCE_CHUNK = 1024
 
-def render_reduce(op: str, dtype: DType, workgroup: int) -> str:
-    """One thread per output element: loop over the reduced axis of a (outer, R, inner) view.
 
-    params: [outputs, R, inner]. ``mean`` accumulates in f32 and divides by R.
+def render_reduce(combine: str, src: DType, acc: DType, divide: bool, workgroup: int) -> str:
+    """One pass of a reduction over the R axis of a (outer, R, inner) view.
+
+    Each thread folds one chunk of at most ``params[3]`` elements, writing an
+    (outer, ceil(R / chunk), inner) result; the backend repeats passes until one chunk
+    is left (a single thread looping over a long axis is slow, and lavapipe stops such
+    loops at 65535 iterations). params: [outputs, R, inner, chunk, divisor].
     """
-    acc_t = "f32" if op == "mean" else dtype.wgsl
+    acc_t = acc.wgsl
     load = f"{acc_t}(src[base + k * inner])"
-    if dtype.is_float and op in ("max", "min"):
+    if acc.is_float and combine in ("max", "min"):
         nan = f", acc + x, {isnan('x', False)} || {isnan('acc', False)})"
-        combine = _COMBINE[op].format(sel="select(", nan=nan)
+        step = _COMBINE[combine].format(sel="select(", nan=nan)
     else:
-        combine = _COMBINE[op].format(sel="", nan="")
-    if op in ("sum", "mean"):
-        init, start = f"{acc_t}(0)", "0u"
+        step = _COMBINE[combine].format(sel="", nan="")
+    if combine == "sum":
+        init, first = f"{acc_t}(0)", "k0"
     else:
-        init, start = load.replace("k * inner", "0u"), "1u"
-    result = "acc / f32(r)" if op == "mean" else "acc"
-    return _HEAD.format(src=dtype.storage, dst=acc_t, wg=workgroup) + f"""  let r = params.w[0][1];
+        init, first = load.replace("k * inner", "k0 * inner"), "k0 + 1u"
+    result = "acc / f32(params.w[1][0])" if divide else "acc"
+    head = _HEAD.format(src=src.storage, dst=acc.storage, wg=workgroup).replace(
+        "array<vec4<u32>, 1>", "array<vec4<u32>, 2>")
+    return head + f"""  let r = params.w[0][1];
   let inner = params.w[0][2];
-  let base = (i / inner) * r * inner + i % inner;
+  let chunk = params.w[0][3];
+  let chunks = max((r + chunk - 1u) / chunk, 1u);
+  let rest = i / inner;
+  let k0 = (rest % chunks) * chunk;
+  let k1 = min(r, k0 + chunk);
+  let base = (rest / chunks) * r * inner + i % inner;
   var acc = {init};
-  for (var k = {start}; k < r; k = k + 1u) {{
+  for (var k = {first}; k < k1; k = k + 1u) {{
     let x = {load};
-    {combine}
+    {step}
   }}
   dst[i] = {result};
 }}
