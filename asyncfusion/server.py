@@ -136,6 +136,10 @@ class Executor:
     def close(self) -> None:
         for tid in list(self.handles):
             self._release(tid)
+        try:
+            self.backend.close()
+        except Exception:  # noqa: BLE001 - a lost device has nothing left to give back
+            pass
 
 
 class Server:

@@ -174,3 +174,13 @@ async def test_ten_thousand_iterations_return_memory_to_baseline(backend):
         after = dev.memory_stats()
         assert after.live_buffers == base.live_buffers
         assert after.live_bytes == base.live_bytes
+
+
+async def test_closing_a_device_gives_its_pooled_buffers_back():
+    async with af.open_device() as dev:
+        x = af.rand(100_000, seed=1, device=dev)
+        await (x * 2.0).exp().to_data()
+        await dev.sync()
+        assert dev.memory_stats().pooled_buffers > 0
+    stats = dev.memory_stats()
+    assert stats.live_buffers == 0 and stats.pooled_buffers == 0 and stats.pooled_bytes == 0

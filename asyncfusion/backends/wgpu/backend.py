@@ -157,6 +157,14 @@ class WgpuBackend:
                            a.allocations + b.allocations)
 
     def close(self) -> None:
+        """Give every pooled buffer back to the driver; live ones were released first."""
+        if self.batch.encoder is not None and self.rt.lost is None:
+            self.flush()
+        self.pool.clear()
+        self.staging.clear()
+        for arena, _ in self.batch.arenas:
+            self.rt.forget_buffer(arena)
+            arena.destroy()
         self.batch = self.rt.new_batch()
 
     # -- unfused ops -------------------------------------------------------------------

@@ -100,6 +100,22 @@ class BufferPool:
         self._forget(gpu)
         gpu.destroy()
 
+    def clear(self) -> None:
+        """Destroy every pooled and retired buffer (the device is closing)."""
+        with self._lock:
+            for bufs in self._retired.values():
+                for buf in bufs:
+                    self.live -= 1
+                    self.live_bytes -= buf.capacity
+                    self._destroy(buf.gpu)
+            self._retired.clear()
+            for cap, lst in self._free.items():
+                for gpu in lst:
+                    self._destroy(gpu)
+                self.pooled -= len(lst)
+                self.pooled_bytes -= cap * len(lst)
+            self._free.clear()
+
     def stats(self) -> MemoryStats:
         with self._lock:
             return MemoryStats(self.live, self.live_bytes, self.pooled, self.pooled_bytes,

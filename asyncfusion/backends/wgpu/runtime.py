@@ -203,7 +203,7 @@ class Runtime:
 
     def forget_buffer(self, gpu: Any) -> None:
         """Drop cached bind groups that bind ``gpu`` (about to be destroyed)."""
-        for key in [k for k in self._groups if gpu in k[3:]]:
+        for key in [k for k in self._groups if gpu in k]:
             del self._groups[key]
 
     def new_batch(self) -> _Batch:
