@@ -168,12 +168,15 @@ class Device:
             self.backend.faults.remove(rule)
 
     def lose_device(self, reason: str = "lost on purpose by lose_device()") -> None:
-        """Destroy the underlying GPU device, as a driver reset would (tests only)."""
+        """Destroy the underlying GPU device, as a driver reset would (tests only).
+
+        Devices opened with the same limits share one wgpu device, so all of them see the
+        loss, as they would a real one; devices opened afterwards get a fresh GPU device.
+        """
         rt = getattr(self.backend, "rt", None)
         if rt is None:
             raise TypeError("only the wgpu backend has a GPU device to lose")
-        rt.lost = reason
-        rt.device.destroy()
+        rt.lose(reason)
 
     # -- lifecycle -----------------------------------------------------------------------
     async def _serve(self, portal: BlockingPortal, *, task_status: Any = anyio.TASK_STATUS_IGNORED

@@ -42,18 +42,6 @@ class Request:
     cancelled: bool = False
 
 
-def _read_error(tid: int, poison: Poison) -> ExecutionError:
-    cause = poison.error
-    if isinstance(cause, DeviceLostError):
-        return DeviceLostError(str(cause))
-    err = ExecutionError(
-        f"tensor t{tid} could not be computed: {type(cause).__name__}: {cause}. "
-        "Only tensors that depend on the failed op are affected; the device keeps working."
-    )
-    err.__cause__ = cause
-    return err
-
-
 class Executor:
     """Owns the handle container; runs on one thread at a time (the server's limiter)."""
 
@@ -78,30 +66,41 @@ class Executor:
                 self.drain(*prod)
             h = self.handles.get(r.tensor.id)
             if isinstance(h, Poison):
-                r.error = _read_error(r.tensor.id, h)
+                r.error = self._error(f"tensor t{r.tensor.id} could not be computed", h.error)
             elif h is None:
                 r.error = ExecutionError(f"tensor t{r.tensor.id} has no data on the device")
             else:
                 try:
                     r.token = self.backend.stage_read(h, r.tensor.shape, r.tensor.dtype)
                 except Exception as exc:  # noqa: BLE001
-                    r.error = ExecutionError(f"staging the read of t{r.tensor.id} failed: {exc}")
-                    r.error.__cause__ = exc
+                    r.error = self._error(f"staging the read of t{r.tensor.id} failed", exc)
         try:
             self.backend.flush()
             self.counters.submissions += 1
             if sync:
                 self.backend.wait_idle()
         except Exception as exc:  # noqa: BLE001 - the submission failed: fail its readers
-            err = exc if isinstance(exc, ExecutionError) else ExecutionError(
-                f"submitting work to the device failed: {exc}")
-            if err is not exc:
-                err.__cause__ = exc
+            err = self._error("submitting work to the device failed", exc)
             for r in requests:
                 if r.token is not None:
                     self.backend.discard_read(r.token)
                     r.token = None
                 r.error = r.error or err
+
+    def _error(self, what: str, cause: BaseException) -> ExecutionError:
+        """The error a reader gets: DeviceLostError once the GPU is gone, else
+        ExecutionError naming the failure, with the cause chained."""
+        rt = getattr(self.backend, "rt", None)
+        if isinstance(cause, DeviceLostError) or (rt is not None and rt.lost is not None):
+            err: ExecutionError = DeviceLostError(
+                f"{what}: the GPU device was lost ({rt.lost if rt else cause}); "
+                "open a new device")
+        else:
+            err = ExecutionError(
+                f"{what}: {type(cause).__name__}: {cause}. Only tensors that depend on the "
+                "failed op are affected; the device keeps working.")
+        err.__cause__ = cause
+        return err
 
     def drain(self, key: Hashable, upto: int | None = None) -> None:
         """Run a stream's queued ops (the first ``upto``), producers in other streams first."""

@@ -191,3 +191,12 @@ async def test_reductions_over_long_axes(dev, ref):
             check(res, rtol=1e-4)
     ints = sample(af.int32, (200_000,), 3)
     check(await run_everywhere([dev, ref], lambda t: t.sum(), ints))
+
+
+async def test_float_pow_edge_cases_follow_numpy(dev, ref):
+    base = np.array([0.0, 2.0, 4.0, 1.0, -2.0, -2.0, 0.0], np.float32)
+    exp_ = np.array([-1.0, -1.0, -0.5, np.nan, 3.0, 0.5, 0.0], np.float32)
+    res = await run_everywhere([dev, ref], lambda a, b: a ** b, base, exp_)
+    check(res)
+    with np.errstate(all="ignore"):
+        assert_close(res[0], np.power(base, exp_))

@@ -24,8 +24,10 @@ __all__ = ["NumpyBackend", "NUMPY_ELEMENTWISE", "eval_elementwise"]
 def _pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if a.dtype.kind == "f":
         return np.power(a, b)
+    # Integer powers go through float32 and round half up, as the WGSL kernels do: exact
+    # while results stay below 2**24.
     r = np.power(a.astype(np.float32), b.astype(np.float32))
-    return np.round(r).astype(a.dtype)
+    return np.floor(r + np.float32(0.5)).astype(a.dtype)
 
 
 def _neg(a: np.ndarray) -> np.ndarray:

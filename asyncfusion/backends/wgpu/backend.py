@@ -104,8 +104,8 @@ class WgpuBackend:
 
     def flush(self) -> None:
         assert_off_loop("queue.submit")
-        self.rt.check_alive()
-        with self.rt.lock:
+        with self.rt.lock:  # lose() takes it too: never submit to a destroyed device
+            self.rt.check_alive()
             self.rt.submit(self.batch)
         self.pool.submitted()
 

@@ -115,7 +115,8 @@ RULES: dict[str, Rule] = {
 
 _POW = """
 fn af_pow(a: f32, b: f32) -> f32 {
-  if (b == 0.0) { return 1.0; }
+  if (b == 0.0 || a == 1.0) { return 1.0; }
+  if (a == 0.0 && b < 0.0) { return bitcast<f32>(0x7f800000u); }
   let r = pow(abs(a), b);
   if (a >= 0.0 || (bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u) { return r; }
   if (b != floor(b)) { return bitcast<f32>(0x7fc00000u); }

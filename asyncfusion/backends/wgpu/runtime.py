@@ -102,6 +102,13 @@ class Runtime:
         self._groups: dict[tuple[Any, ...], Any] = {}
         self.pipelines_created = 0
 
+    def lose(self, reason: str) -> None:
+        """Destroy the GPU device (tests), between submissions: wgpu-native aborts the
+        process on a submit to a destroyed device."""
+        with self.lock:
+            self.lost = reason
+            self.device.destroy()
+
     def check_alive(self) -> None:
         if self.lost is not None:
             raise DeviceLostError(f"the GPU device was lost ({self.lost}); open a new device")
