@@ -76,7 +76,6 @@ class Executor:
                     r.error = self._error(f"staging the read of t{r.tensor.id} failed", exc)
         try:
             self.backend.flush()
-            self.counters.submissions += 1
             if sync:
                 self.backend.wait_idle()
         except Exception as exc:  # noqa: BLE001 - the submission failed: fail its readers
@@ -181,16 +180,20 @@ class Server:
         limiter = anyio.CapacityLimiter(1)
         task_status.started()
         batch: list[Request] = []
+        again = False
         try:
             while True:
                 self._check_unlocked()
-                if not self.inbox and not self.executor.streams.long_queues():
+                if not (again or self.inbox or self.executor.streams.long_queues()):
                     await self.wake.wait()
                 self.wake = anyio.Event()
                 if self.crash is not None:
                     raise self.crash
                 batch, self.inbox = self.inbox, []
                 sync, self.syncs = self.syncs > 0, 0
+                for r in batch:
+                    if r.cancelled:  # its reader is gone: let the tensor's drop count now
+                        r.tensor = None
                 self._check_unlocked()
                 try:
                     await anyio.to_thread.run_sync(self.executor.round, batch, sync,
@@ -199,7 +202,11 @@ class Server:
                     for r in batch:
                         r.error = r.error or ExecutionError(f"device round failed: {exc!r}")
                 self._finish(batch)
+                # Tensors that only the finished requests held (cancelled reads) are
+                # dropped now: run one more round to give their buffers back promptly.
+                again = bool(batch)
                 batch = []
+                again = again and bool(self.executor.streams.drops)
         except Exception as exc:  # noqa: BLE001 - the server died: tell every waiter now
             self.error = exc
         finally:

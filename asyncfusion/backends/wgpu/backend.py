@@ -106,7 +106,8 @@ class WgpuBackend:
         assert_off_loop("queue.submit")
         with self.rt.lock:  # lose() takes it too: never submit to a destroyed device
             self.rt.check_alive()
-            self.rt.submit(self.batch)
+            if self.rt.submit(self.batch):
+                self.counters.submissions += 1
         self.pool.submitted()
 
     def stage_read(self, handle: Buffer, shape: tuple[int, ...], dtype: DType) -> Any:

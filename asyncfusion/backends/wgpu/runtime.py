@@ -196,9 +196,10 @@ class Runtime:
             batch.encoder = self.device.create_command_encoder()
         return batch.encoder
 
-    def submit(self, batch: _Batch) -> None:
+    def submit(self, batch: _Batch) -> bool:
+        """Submit what the batch encoded; False when there was nothing to submit."""
         if batch.encoder is None:
-            return
+            return False
         self._end_pass(batch)
         for buf, host in batch.arenas[:batch.arena + 1]:
             self.queue.write_buffer(buf, 0, host)
@@ -207,6 +208,7 @@ class Runtime:
         batch.arena = -1
         batch.used = _ARENA
         batch.dispatches = 0
+        return True
 
     def forget_buffer(self, gpu: Any) -> None:
         """Drop cached bind groups that bind ``gpu`` (about to be destroyed)."""
