@@ -184,3 +184,23 @@ async def test_closing_a_device_gives_its_pooled_buffers_back():
         assert dev.memory_stats().pooled_buffers > 0
     stats = dev.memory_stats()
     assert stats.live_buffers == 0 and stats.pooled_buffers == 0 and stats.pooled_bytes == 0
+
+
+async def test_a_real_failed_allocation_poisons_only_its_dependents(dev):
+    # Past the front end's checks (built from the IR directly), ask wgpu itself for a
+    # buffer larger than the device allows: the real allocation failure is isolated.
+    from asyncfusion.ir import ElementwiseOp, ScalarIr, TensorIr, TensorStatus
+
+    x = af.tensor([1.0], device=dev)
+    limit = dev.backend.rt.device.limits["max-buffer-size"]
+    huge = (limit // 4 + 1024,)
+    out = af.Tensor(huge, af.float32, dev)
+    out_ir = TensorIr(out.id, huge, af.float32, TensorStatus.NOT_INIT)
+    dev.register(ElementwiseOp("add", (x.ir(), ScalarIr(af.float32)), (1.0,), out_ir,
+                               af.float32), (x.id,), out_ir)
+    good = x * 5.0
+    with pytest.raises(af.ExecutionError) as info:
+        await out.to_data()
+    assert info.value.__cause__ is not None
+    assert_close(await good.to_data(), np.array([5.0], np.float32))
+    assert_close(await (x + 1.0).to_data(), np.array([2.0], np.float32))
