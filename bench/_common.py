@@ -31,36 +31,8 @@ sys.path.insert(0, str(BENCH_DIR.parent))  # run from a checkout without install
 perf = time.perf_counter
 
 
-# -- the seed's chain -------------------------------------------------------------------
-CHAIN_OPS = 8
-
-
-def chain(x: Any) -> Any:
-    """The seed's 8-op element-wise chain, for asyncfusion and torch tensors alike."""
-    t = x * 0.5
-    t = t + 1.0
-    t = t.sin()
-    t = t.exp()
-    t = t * 0.25
-    t = t + 2.0
-    t = t.cos()
-    t = abs(t)
-    return t
-
-
-_HALF, _ONE, _QUARTER, _TWO = (np.float32(v) for v in (0.5, 1.0, 0.25, 2.0))
-
-
-def chain_np(x: np.ndarray) -> np.ndarray:
-    """The same chain in numpy, float32 all the way (scalars are float32 too)."""
-    t = x * _HALF
-    t = t + _ONE
-    t = np.sin(t)
-    t = np.exp(t)
-    t = t * _QUARTER
-    t = t + _TWO
-    t = np.cos(t)
-    return np.abs(t)
+# -- the seed's chain (one definition for examples, tests and bench) ---------------------
+from examples.seed_chain import CHAIN_OPS, chain, chain_np  # noqa: E402,F401
 
 
 # -- optional torch ---------------------------------------------------------------------

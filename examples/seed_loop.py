@@ -11,17 +11,7 @@ import anyio
 import numpy as np
 
 import asyncfusion as af
-
-
-def chain(x: af.Tensor) -> af.Tensor:
-    t = x * 0.5
-    t = t + 1.0
-    t = t.sin()
-    t = t.exp()
-    t = t * 0.25
-    t = t + 2.0
-    t = t.cos()
-    return t.abs()
+from seed_chain import chain
 
 
 async def main() -> None:

@@ -16,7 +16,8 @@ import pytest
 
 import asyncfusion as af
 from tests.conftest import assert_close
-from tests.programs import chain8, chain8_np
+from examples.seed_chain import chain as chain8
+from examples.seed_chain import chain_np as chain8_np
 
 
 

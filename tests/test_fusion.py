@@ -15,7 +15,8 @@ from asyncfusion.backends.wgpu.codegen import render_elementwise
 from asyncfusion.elementwise import layout_block
 from asyncfusion.fusion.plan import FusedStep
 from tests.conftest import assert_close
-from tests.programs import chain8, chain8_np
+from examples.seed_chain import chain as chain8
+from examples.seed_chain import chain_np as chain8_np
 
 GOLDEN = Path(__file__).parent / "golden"
 
