@@ -24,7 +24,7 @@ __all__ = [
 
 
 class AsyncFusionError(Exception):
-    """Base class of every error raised by asyncfusion."""
+    """Raised when anything goes wrong in asyncfusion: the base of every error it raises."""
 
 
 class ShapeError(AsyncFusionError, ValueError):
