@@ -130,21 +130,25 @@ REDUCTIONS = ("sum", "mean", "max", "min")
 class _Renumber:
     """Renumbers tensor ids and dimensions of one segment, collecting the real ids in order."""
 
-    __slots__ = ("rel", "dims", "ids")
+    __slots__ = ("rel", "dims", "ids", "shapes")
 
     def __init__(self) -> None:
         self.rel: dict[int, int] = {}
         self.dims: dict[int, int] = {1: -1}
         self.ids: list[int] = []
+        self.shapes: dict[tuple[int, ...], tuple[Any, ...]] = {}
 
     def tensor(self, t: TensorIr) -> tuple[Any, ...]:
         r = self.rel.get(t.id)
         if r is None:
             r = self.rel[t.id] = len(self.ids)
             self.ids.append(t.id)
-        dims = self.dims
-        shape = tuple(dims.setdefault(d, len(dims)) for d in t.shape)
-        return (r, t.status, t.dtype, shape, numel(t.shape) % 4 == 0)
+        shape = self.shapes.get(t.shape)
+        if shape is None:
+            dims = self.dims
+            shape = self.shapes[t.shape] = (
+                tuple(dims.setdefault(d, len(dims)) for d in t.shape), numel(t.shape) % 4 == 0)
+        return (r, t.status, t.dtype, shape)
 
 
 class OperationIr:
