@@ -8,7 +8,8 @@ explorer, the fuser, the plan cache and fault isolation treat it exactly as a bu
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from .backends.numpy_backend import NUMPY_ELEMENTWISE
 from .backends.wgpu.codegen import RULES, Ty

@@ -13,7 +13,8 @@ import contextlib
 import functools
 import itertools
 import threading
-from typing import Any, AsyncIterator, Iterator
+from typing import Any
+from collections.abc import AsyncIterator, Iterator
 
 import anyio
 import numpy as np
@@ -45,8 +46,8 @@ class Device:
         if backend == "wgpu":
             from .backends.wgpu.backend import WgpuBackend
 
-            self.backend: Any = WgpuBackend(self.counters, max_storage_bindings=max_storage_bindings,
-                                            workgroup=workgroup)
+            self.backend: Any = WgpuBackend(
+                self.counters, max_storage_bindings=max_storage_bindings, workgroup=workgroup)
         elif backend == "numpy":
             self.backend = NumpyBackend()
         else:

@@ -68,7 +68,7 @@ class DeviceClosedError(AsyncFusionError, RuntimeError):
 
 
 class BlockingCallError(AsyncFusionError, RuntimeError):
-    """Raised when a blocking door (``to_data_sync``, ``sync_sync``) is used inside an event loop."""
+    """Raised when a blocking door (``to_data_sync``, ``sync_blocking``) runs in an event loop."""
 
 
 class NoAdapterError(AsyncFusionError, RuntimeError):

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Hashable
+from typing import Any
+from collections.abc import Hashable
 
 import anyio
 import numpy as np

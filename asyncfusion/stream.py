@@ -21,7 +21,7 @@ import asyncio
 import collections
 import sys
 import threading
-from typing import Hashable
+from collections.abc import Hashable
 
 from .ir import DropOp, OperationIr, TensorIr
 

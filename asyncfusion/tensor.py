@@ -37,7 +37,7 @@ def broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...], what: str) -> tuple
     pa = (1,) * (n - len(a)) + a
     pb = (1,) * (n - len(b)) + b
     out = []
-    for x, y in zip(pa, pb):
+    for x, y in zip(pa, pb, strict=True):
         if x == y or y == 1:
             out.append(x)
         elif x == 1:

@@ -13,7 +13,8 @@ import sys
 import threading
 from collections import Counter as _Tally
 from dataclasses import dataclass, field
-from typing import Iterator, TextIO
+from typing import TextIO
+from collections.abc import Iterator
 
 __all__ = ["Counters", "CounterSnapshot", "tracing", "trace_enabled", "emit", "take_launches"]
 

@@ -9,7 +9,8 @@ Backends that can fuse element-wise blocks also implement ``run_elementwise``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
+from collections.abc import Callable
 
 import numpy as np
 
@@ -29,7 +30,7 @@ OP_METHODS: dict[type, str] = {
 }
 
 
-def bind_op_table(backend: Any) -> dict[type, Callable[[Any, "Handles"], None]]:
+def bind_op_table(backend: Any) -> dict[type, Callable[[Any, Handles], None]]:
     """``{op type: bound method}`` for a backend, so ``run`` is one dict lookup."""
     return {kind: getattr(backend, name) for kind, name in OP_METHODS.items()}
 

@@ -7,7 +7,8 @@ answer a WGSL kernel must give.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 

@@ -73,21 +73,22 @@ class WgpuBackend:
             self.counters.kernels_generated += 1
         n = numel(layout.shape)
         inputs = [handles[tid] for tid in layout.inputs]
-        outs: list[Buffer] = []
-        for (vi, dt), slot in zip(prog.outputs, prog.inplace):
-            outs.append(inputs[slot] if slot is not None else self.pool.acquire(n * 4, ordered=True))
+        outs = [inputs[slot] if slot is not None else self.pool.acquire(n * 4, ordered=True)
+                for slot in prog.inplace]
         if n:
             params = np.zeros(uniform_words(prog), dtype=np.uint32)
             params[0] = n // 4 if prog.vec4 else n
             params[1:1 + prog.rank] = layout.shape
-            for k, (dt, value) in enumerate(zip(prog.scalars, scalars)):
-                params[1 + prog.rank + k] = np.array(value, dtype=dt.np).astype(
-                    dt.np).view(np.uint32) if dt is not DType.bool else int(bool(value))
+            for k, (dt, value) in enumerate(zip(prog.scalars, scalars, strict=True)):
+                params[1 + prog.rank + k] = (int(bool(value)) if dt is DType.bool
+                                             else np.array(value, dtype=dt.np).view(np.uint32))
             lent = {s for s in prog.inplace if s is not None}
             storage = [(b, "read_write" if k in lent else "read") for k, b in enumerate(inputs)]
-            storage += [(b, "read_write") for b, s in zip(outs, prog.inplace) if s is None]
-            self._dispatch(wgsl, storage, params, int(params[0]), f"elementwise[{' '.join(names)}]")
-        for tid, buf in zip(layout.outputs, outs):
+            storage += [(b, "read_write") for b, s in zip(outs, prog.inplace, strict=True)
+                        if s is None]
+            self._dispatch(wgsl, storage, params, int(params[0]),
+                           f"elementwise[{' '.join(names)}]")
+        for tid, buf in zip(layout.outputs, outs, strict=True):
             handles[tid] = buf
         for slot in prog.inplace:
             if slot is not None:

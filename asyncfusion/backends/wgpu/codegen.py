@@ -8,7 +8,7 @@ the uniform ``params`` block, so one kernel text serves every size and every sca
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 from ...dtype import DType
 from ...elementwise import ElementwiseProgram

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from ..base import MemoryStats
 from ..faults import FaultInjector
