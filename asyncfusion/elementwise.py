@@ -9,7 +9,7 @@ of one op; the fuser builds one per block.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .dtype import DType
 from .ir import DropOp, ElementwiseOp, OperationIr, ScalarIr, TensorStatus, numel
@@ -45,6 +45,15 @@ class ElementwiseProgram:
     inplace: tuple[int | None, ...]  # per output: input slot whose buffer it overwrites
     scalars: tuple[DType, ...]
     vec4: bool
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Programs key the kernel caches on every launch: hash the deep structure once.
+        object.__setattr__(self, "_hash", hash((self.rank, self.inputs, self.body, self.outputs,
+                                                self.inplace, self.scalars, self.vec4)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def storage_bindings(self) -> int:
@@ -65,6 +74,11 @@ class BlockLayout:
     outputs: tuple[int, ...]
     scalar_refs: tuple[tuple[int, int], ...]
     frees: tuple[int, ...]
+
+
+# Interned programs: backends cache per program, and a lookup that finds the very same
+# object skips comparing two deep structures.
+_PROGRAMS: dict[ElementwiseProgram, ElementwiseProgram] = {}
 
 
 def _spans(shape: tuple[int, ...], target: tuple[int, ...]) -> tuple[bool, ...] | None:
@@ -159,5 +173,6 @@ def layout_block(
         scalars=tuple(scalar_types),
         vec4=vec4,
     )
+    program = _PROGRAMS.setdefault(program, program)  # equal programs: one object
     return BlockLayout(program, shape, tuple(input_ids), tuple(output_ids),
                        tuple(scalar_refs), frees)

@@ -40,6 +40,7 @@ class WgpuBackend:
         self.staging = BufferPool(self.rt.create_staging, self.faults, self.rt.forget_buffer)
         self.batch = self.rt.new_batch()
         self._wgsl: dict[Any, str] = {}
+        self._kernels: dict[Any, tuple[str, tuple[str, ...], str]] = {}
         self._run = bind_op_table(self)
 
     @property
@@ -65,12 +66,14 @@ class WgpuBackend:
     def run_elementwise(self, layout: BlockLayout, handles: Handles, scalars: list[Any]) -> None:
         self.rt.check_alive()
         prog = layout.program
-        names = tuple(i.op for i in prog.body)
-        self.faults.check("launch", names)
-        wgsl = self._wgsl.get(prog)
-        if wgsl is None:
-            wgsl = self._wgsl[prog] = render_elementwise(prog, self.rt.workgroup)
+        kernel = self._kernels.get(prog)
+        if kernel is None:
+            names = tuple(i.op for i in prog.body)
+            kernel = self._kernels[prog] = (render_elementwise(prog, self.rt.workgroup), names,
+                                            f"elementwise[{' '.join(names)}]")
             self.counters.kernels_generated += 1
+        wgsl, names, title = kernel
+        self.faults.check("launch", names)
         n = numel(layout.shape)
         inputs = [handles[tid] for tid in layout.inputs]
         outs = [inputs[slot] if slot is not None else self.pool.acquire(n * 4, ordered=True)
@@ -86,8 +89,7 @@ class WgpuBackend:
             storage = [(b, "read_write" if k in lent else "read") for k, b in enumerate(inputs)]
             storage += [(b, "read_write") for b, s in zip(outs, prog.inplace, strict=True)
                         if s is None]
-            self._dispatch(wgsl, storage, params, int(params[0]),
-                           f"elementwise[{' '.join(names)}]")
+            self._dispatch(wgsl, storage, params, int(params[0]), title)
         for tid, buf in zip(layout.outputs, outs, strict=True):
             handles[tid] = buf
         for slot in prog.inplace:
