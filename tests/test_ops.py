@@ -200,3 +200,13 @@ async def test_float_pow_edge_cases_follow_numpy(dev, ref):
     check(res)
     with np.errstate(all="ignore"):
         assert_close(res[0], np.power(base, exp_))
+
+
+async def test_integer_pow_is_exact_and_wraps_like_numpy(dev, plain, ref):
+    a = np.array([5, 7, 2, 0, -1, -3, 1, 3], np.int32)
+    b = np.array([11, 11, 30, 3, 3, 3, 5, 0], np.int32)
+    res = await run_everywhere([dev, plain, ref], lambda x, y: x ** y, a, b)
+    check(res)
+    assert_close(res[0], a ** b)  # numpy's own integer power, wrapping included
+    res = await run_everywhere([dev, ref], lambda x: x ** -1, np.array([1, -1, 2, 0], np.int32))
+    check(res)

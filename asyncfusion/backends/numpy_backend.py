@@ -23,12 +23,22 @@ __all__ = ["NumpyBackend", "NUMPY_ELEMENTWISE", "eval_elementwise"]
 
 
 def _pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """numpy's power for floats; for integers exact wrapping powers by squaring, with a
+    negative exponent giving 0 (or +-1 for a base of +-1), as the WGSL kernels do."""
     if a.dtype.kind == "f":
         return np.power(a, b)
-    # Integer powers go through float32 and round half up, as the WGSL kernels do: exact
-    # while results stay below 2**24.
-    r = np.power(a.astype(np.float32), b.astype(np.float32))
-    return np.floor(r + np.float32(0.5)).astype(a.dtype)
+    a, b = (np.array(v) for v in np.broadcast_arrays(a, b))
+    r = np.ones_like(a)
+    x = a.copy()
+    e = np.where(b < 0, 0, b).astype(np.int64)
+    while (e > 0).any():
+        r = np.where(e & 1, r * x, r)
+        x = x * x
+        e >>= 1
+    if a.dtype.kind == "i":
+        neg = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
+        r = np.where(b < 0, neg, r)
+    return r.astype(a.dtype)
 
 
 def _neg(a: np.ndarray) -> np.ndarray:

@@ -60,12 +60,11 @@ def _nan_select(fn: str) -> Rule:
     )
 
 
-# Integer results use floor(x + 0.5): lavapipe (LLVM 15) mis-rounds round() in 8-wide SIMD.
 def _pow(a: list[str], ty: Ty) -> str:
-    fn = "af_pow4" if ty.vec4 else "af_pow"
-    if ty.dtype.is_float:
-        return f"{fn}({a[0]}, {a[1]})"
-    return f"{ty.t}(floor({fn}({ty.f}({a[0]}), {ty.f}({a[1]})) + {ty.f}(0.5)))"
+    """Float: numpy's power (negative bases, 0**-1, 1**nan). Integer: exact, by squaring,
+    wrapping like numpy; a negative exponent gives 0 (or +-1 for a base of +-1)."""
+    name = {DType.float32: "af_pow", DType.int32: "af_ipow", DType.uint32: "af_upow"}[ty.dtype]
+    return f"{name}{'4' if ty.vec4 else ''}({a[0]}, {a[1]})"
 
 
 def _cmp(sym: str) -> Rule:
@@ -123,10 +122,31 @@ fn af_pow(a: f32, b: f32) -> f32 {
   if (fract(b * 0.5) != 0.0) { return -r; }
   return r;
 }
-fn af_pow4(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> {
-  return vec4<f32>(af_pow(a.x, b.x), af_pow(a.y, b.y), af_pow(a.z, b.z), af_pow(a.w, b.w));
+fn af_upow(a: u32, b: u32) -> u32 {
+  var r = 1u;
+  var x = a;
+  var e = b;
+  loop {
+    if (e == 0u) { break; }
+    if ((e & 1u) == 1u) { r = r * x; }
+    x = x * x;
+    e = e >> 1u;
+  }
+  return r;
+}
+fn af_ipow(a: i32, b: i32) -> i32 {
+  if (b < 0) {
+    if (a == 1) { return 1; }
+    if (a == -1) { return select(-1, 1, (b & 1) == 0); }
+    return 0;
+  }
+  return bitcast<i32>(af_upow(bitcast<u32>(a), u32(b)));
 }
 """
+for _t, _fn in (("f32", "af_pow"), ("i32", "af_ipow"), ("u32", "af_upow")):
+    _POW += (f"fn {_fn}4(a: vec4<{_t}>, b: vec4<{_t}>) -> vec4<{_t}> {{\n"
+             f"  return vec4<{_t}>({_fn}(a.x, b.x), {_fn}(a.y, b.y), {_fn}(a.z, b.z), "
+             f"{_fn}(a.w, b.w));\n}}\n")
 
 
 def uniform_words(program: ElementwiseProgram) -> int:
