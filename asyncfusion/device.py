@@ -120,7 +120,7 @@ class Device:
             raise self._server._dead_error()
         stream = StreamId.current()
         if threading.get_ident() == self._server.thread:
-            return await self._server.request(Request(stream, tensor), sync)
+            return await self._in_loop(stream, tensor, sync)
         portal = self._require_portal()
         call = functools.partial(portal.call, self._in_loop, stream, tensor, sync)
         return await anyio.to_thread.run_sync(call)

@@ -71,6 +71,8 @@ class Streams:
     def __init__(self, flush_threshold: int = 512) -> None:
         self.lock = threading.RLock()  # RLock: debug mode asks whether it is held
         self.queues: dict[Hashable, StreamQueue] = {}
+        # Tensor.__del__ appends here directly: deque.append is atomic, re-entrant and
+        # never blocks, so it is safe on any thread, at any moment.
         self.drops: collections.deque[int] = collections.deque()
         self.pending_uses: dict[int, int] = {}
         self.use_queue: dict[int, StreamQueue] = {}
@@ -98,10 +100,6 @@ class Streams:
                 use_queue[tid] = q
             self.producer[out.id] = (q, seq, out)
             return len(q.ops)
-
-    def drop(self, tid: int) -> None:
-        """Called from ``Tensor.__del__``: safe on any thread, re-entrant, never blocks."""
-        self.drops.append(tid)
 
     def _apply_drops(self) -> None:
         drops = self.drops

@@ -22,7 +22,6 @@ import asyncfusion as af
 from asyncfusion.backends.wgpu.codegen import render_elementwise, uniform_words
 from asyncfusion.backends.wgpu.runtime import Buffer, get_runtime
 from asyncfusion.elementwise import layout_block
-from asyncfusion.ir import numel
 
 
 def chain_layouts(n: int) -> tuple:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gc
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -51,11 +52,9 @@ def _loop_per_op(fn: Any, n: int) -> float:
     return (C.perf() - t0) / n
 
 
-async def registration(dev: Any, total: int, chunk: int, gc_off: bool = False
-                       ) -> dict[str, Any]:
-    x = af.tensor(np.ones(4, np.float32), device=dev)
-    z = af.tensor(np.full(4, 3.0, np.float32), device=dev)
-    await dev.sync()
+def op_loops(x: Any, z: Any) -> dict[str, Callable[[int], None]]:
+    """The two timed loops, for asyncfusion and its peers alike: ``y = x * 2.0`` and
+    ``y = x + z``, each run ``n`` times."""
 
     def scalar(n: int) -> None:
         for _ in range(n):
@@ -65,8 +64,17 @@ async def registration(dev: Any, total: int, chunk: int, gc_off: bool = False
         for _ in range(n):
             y = x + z  # noqa: F841
 
+    return {"x * 2.0": scalar, "x + z": tensor_tensor}
+
+
+async def registration(dev: Any, total: int, chunk: int, gc_off: bool = False
+                       ) -> dict[str, Any]:
+    x = af.tensor(np.ones(4, np.float32), device=dev)
+    z = af.tensor(np.full(4, 3.0, np.float32), device=dev)
+    await dev.sync()
+
     out: dict[str, Any] = {}
-    for label, fn in (("x * 2.0", scalar), ("x + z", tensor_tensor)):
+    for label, fn in op_loops(x, z).items():
         fn(min(chunk, 1000))  # warm-up
         await dev.sync()
         st = C.Stats()
@@ -137,18 +145,8 @@ def peers(plan: Plan) -> dict[str, Any]:
     n = plan.peer_ops
 
     def per_op(mk: Any) -> dict[str, Any]:
-        x, z = mk()
-
-        def scalar(k: int) -> None:
-            for _ in range(k):
-                y = x * 2.0  # noqa: F841
-
-        def tt(k: int) -> None:
-            for _ in range(k):
-                y = x + z  # noqa: F841
-
         res = {}
-        for label, fn in (("x * 2.0", scalar), ("x + z", tt)):
+        for label, fn in op_loops(*mk()).items():
             fn(1000)
             st = C.Stats([_loop_per_op(fn, n // 5) for _ in range(5)])
             res[label] = {"us_per_op": st.summary(1e6), "ops": n}
