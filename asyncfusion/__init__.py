@@ -6,14 +6,18 @@ compute kernels and dispatches them through wgpu. Read results with
 """
 
 from .custom import elementwise_op
-from .creation import arange, full, ones, rand, randn, tensor, zeros
+from .creation import (arange, full, full_like, ones, ones_like, rand, randn, tensor, zeros,
+                       zeros_like)
 from .device import Device, default_device, open_device
 from .dtype import DType, bool_, float32, int32, uint32
-from .errors import (AsyncFusionError, AxisError, BlockingCallError, DataError,
+from .errors import (AsyncFusionError, AxisError, IndexingError, BlockingCallError, DataError,
                      DeviceClosedError, DeviceLostError, DeviceMismatchError, DTypeError,
                      ExecutionError, LimitError, NoAdapterError, ShapeError)
 from .stream import StreamId
+from .reductions import (clip, gelu, layer_norm, log_softmax, logsumexp, mean, silu,
+                         softmax, var)
 from .tensor import Tensor, cat, maximum, minimum, where
+from .views import broadcast_to, contiguous, flip, permute, reshape, squeeze, unsqueeze
 from .trace import take_launches, tracing
 
 __all__ = [
@@ -21,9 +25,63 @@ __all__ = [
     "open_device", "default_device",
     "tensor", "zeros", "ones", "full", "arange", "rand", "randn",
     "where", "minimum", "maximum", "cat", "elementwise_op",
+    "softmax", "log_softmax", "logsumexp", "layer_norm", "gelu", "silu", "clip", "mean",
+    "var", "std", "sum", "prod", "max", "min", "any", "all", "argmax", "argmin",
+    "reshape", "permute", "transpose", "broadcast_to", "squeeze", "unsqueeze", "flip",
+    "contiguous", "matrix_transpose", "square", "rsqrt", "floor", "ceil", "round", "sign",
+    "isnan", "isinf", "isfinite", "floor_divide", "remainder", "exp", "log", "sqrt", "abs",
+    "sin", "cos", "tanh", "sigmoid", "relu",
+    "zeros_like", "ones_like", "full_like",
     "float32", "int32", "uint32", "bool_",
     "tracing", "take_launches",
-    "AsyncFusionError", "ShapeError", "DTypeError", "DeviceMismatchError", "AxisError",
+    "AsyncFusionError", "ShapeError", "IndexingError", "DTypeError", "DeviceMismatchError", "AxisError",
     "LimitError", "DataError", "ExecutionError", "DeviceLostError", "DeviceClosedError",
     "BlockingCallError", "NoAdapterError",
 ]
+
+
+def _method(name: str, doc: str) -> object:
+    def fn(x: Tensor, *args: object, **kwargs: object) -> Tensor:
+        return getattr(x, name)(*args, **kwargs)  # type: ignore[no-any-return]
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+sum = _method("sum", "Sum over an axis, a tuple of axes or all (keepdims as numpy).")  # noqa: A001
+prod = _method("prod", "Product over an axis, a tuple of axes or all.")
+max = _method("max", "Maximum over an axis, a tuple of axes or all (NaN propagates).")  # noqa: A001
+min = _method("min", "Minimum over an axis, a tuple of axes or all (NaN propagates).")  # noqa: A001
+any = _method("any", "Whether any element is true (non-zero) over the axes.")  # noqa: A001
+all = _method("all", "Whether every element is true (non-zero) over the axes.")  # noqa: A001
+argmax = _method("argmax", "Index of the first maximum (one axis, or all flattened).")
+argmin = _method("argmin", "Index of the first minimum (one axis, or all flattened).")
+std = _method("std", "Standard deviation with ``correction`` (numpy's ddof).")
+transpose = _method("transpose", "Swap two axes (the last two by default).")
+
+
+def matrix_transpose(x: Tensor) -> Tensor:
+    """Swap the last two axes (a view)."""
+    return x.mT
+
+
+square = _method("square", "x * x.")
+rsqrt = _method("rsqrt", "1 / sqrt(x).")
+floor = _method("floor", "Round down (integers unchanged).")
+ceil = _method("ceil", "Round up (integers unchanged).")
+round = _method("round", "Round half to even (integers unchanged).")  # noqa: A001
+sign = _method("sign", "-1, 0 or 1 (NaN stays NaN).")
+isnan = _method("isnan", "Element is NaN.")
+isinf = _method("isinf", "Element is +-infinity.")
+isfinite = _method("isfinite", "Element is neither NaN nor infinite.")
+exp = _method("exp", "e ** x.")
+log = _method("log", "Natural logarithm.")
+sqrt = _method("sqrt", "Square root.")
+abs = _method("abs", "Absolute value.")  # noqa: A001
+sin = _method("sin", "Sine.")
+cos = _method("cos", "Cosine.")
+tanh = _method("tanh", "Hyperbolic tangent.")
+sigmoid = _method("sigmoid", "1 / (1 + exp(-x)).")
+relu = _method("relu", "max(x, 0).")
+floor_divide = _method("__floordiv__", "x // y, rounding toward -infinity (as numpy).")
+remainder = _method("__mod__", "x % y with the sign of y (as numpy).")

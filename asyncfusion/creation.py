@@ -14,7 +14,8 @@ from .errors import DataError, ShapeError
 from .ir import InitOp
 from .tensor import Tensor, _check_size
 
-__all__ = ["tensor", "zeros", "ones", "full", "arange", "rand", "randn", "from_numpy_array"]
+__all__ = ["tensor", "zeros", "ones", "full", "arange", "rand", "randn", "from_numpy_array",
+           "zeros_like", "ones_like", "full_like"]
 
 _RANGES = {DType.int32: (-(2**31), 2**31 - 1), DType.uint32: (0, 2**32 - 1)}
 
@@ -138,3 +139,17 @@ def randn(shape: Any, *, seed: int | None = None, device: Any = None) -> Tensor:
     return from_numpy_array(rng.standard_normal(shape, dtype=np.float32), device)
 
 
+
+
+def full_like(x: Tensor, value: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
+    """A tensor of ``x``'s shape (and dtype and device, unless given) filled with ``value``."""
+    return full(x.shape, value, dtype if dtype is not None else x.dtype,
+                device=device if device is not None else x.device)
+
+
+def zeros_like(x: Tensor, dtype: Any = None, *, device: Any = None) -> Tensor:
+    return full_like(x, 0, dtype, device=device)
+
+
+def ones_like(x: Tensor, dtype: Any = None, *, device: Any = None) -> Tensor:
+    return full_like(x, 1, dtype, device=device)

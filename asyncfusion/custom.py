@@ -1,8 +1,9 @@
 """Custom element-wise ops that fuse like built-in ones (the custom-fusion PR, in Python).
 
-An op is a WGSL expression plus a numpy twin. Registering it adds one row to each lowering
-table — the front end's dtype rules, the WGSL rules and the numpy reference — so the
-explorer, the fuser, the plan cache and fault isolation treat it exactly as a built-in op.
+An op is a WGSL expression plus a numpy twin. Registering it adds one entry to the
+primitive registry — dtype rule, WGSL rule and numpy function together — so the front
+end, the fusers, the plan cache, both backends and fault isolation treat it exactly as a
+built-in op.
 """
 
 from __future__ import annotations
@@ -11,9 +12,7 @@ import re
 from typing import Any
 from collections.abc import Callable
 
-from .backends.numpy_backend import NUMPY_ELEMENTWISE
-from .backends.wgpu.codegen import RULES, Ty
-from .ir import ELEMENTWISE, ElementwiseSpec
+from .primitives import PRIMITIVES, Primitive, Ty, register
 from .tensor import Tensor, elementwise
 
 __all__ = ["elementwise_op"]
@@ -33,7 +32,7 @@ def elementwise_op(name: str, *, wgsl: str, numpy: Callable[..., Any], arity: in
     """
     if not _NAME.match(name):
         raise ValueError(f"op name {name!r} must be lower_snake_case")
-    if name in ELEMENTWISE:
+    if name in PRIMITIVES:
         raise ValueError(f"an element-wise op named {name!r} exists already")
     if rule not in ("float", "numeric") or not 1 <= arity <= 3:
         raise ValueError("rule must be 'float' or 'numeric' and arity 1..3")
@@ -46,9 +45,7 @@ def elementwise_op(name: str, *, wgsl: str, numpy: Callable[..., Any], arity: in
     def lower(args: list[str], ty: Ty) -> str:
         return f"({wgsl.format(*args, T=ty.t)})"
 
-    ELEMENTWISE[name] = ElementwiseSpec(arity, rule, name.title().replace("_", ""))
-    RULES[name] = lower
-    NUMPY_ELEMENTWISE[name] = numpy
+    register(Primitive(name, arity, rule, name.title().replace("_", ""), numpy, lower))
 
     def record(*args: Any) -> Tensor:
         return elementwise(name, *args)

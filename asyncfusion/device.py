@@ -24,7 +24,7 @@ from ._debug import in_event_loop
 from .backends.base import MemoryStats
 from .backends.numpy_backend import NumpyBackend
 from .errors import BlockingCallError, DeviceClosedError
-from .fusion import Fusion, Plain
+from .engine import Fusion, Plain
 from .ir import OperationIr, TensorIr
 from .server import Executor, Request, Server
 from .stream import StreamId, Streams

@@ -1,9 +1,8 @@
-"""The four element types asyncfusion holds, and how they map to numpy and WGSL.
+"""The element types asyncfusion holds, and how they map to numpy.
 
-Every dtype is 4 bytes wide on the device (bool is stored as a ``u32`` because WGSL
-cannot put ``bool`` in a storage buffer); that uniform width is what lets the
-element-wise kernels use ``vec4`` loads for every dtype and reuse any input buffer
-in place.
+Each dtype carries its ``itemsize`` on the device: bool is stored as a 4-byte word
+(WGSL cannot put ``bool`` in a storage buffer), so all four current types are 4 bytes
+wide. Backend type names (WGSL's ``f32`` ...) live with the backends, not here.
 """
 
 from __future__ import annotations
@@ -18,28 +17,23 @@ __all__ = ["DType", "float32", "int32", "uint32", "bool_", "as_dtype", "promote"
 
 
 class DType(enum.Enum):
-    """An element type: its name, numpy type, WGSL register type and WGSL storage type."""
+    """An element type: its name, short name, numpy type and bytes per element on a device."""
 
-    float32 = ("float32", np.float32, "f32", "f32")
-    int32 = ("int32", np.int32, "i32", "i32")
-    uint32 = ("uint32", np.uint32, "u32", "u32")
-    bool = ("bool", np.bool_, "bool", "u32")
+    float32 = ("float32", "F32", np.float32, 4)
+    int32 = ("int32", "I32", np.int32, 4)
+    uint32 = ("uint32", "U32", np.uint32, 4)
+    bool = ("bool", "BOOL", np.bool_, 4)
 
-    def __init__(self, label: str, np_type: type, wgsl: str, storage: str) -> None:
+    def __init__(self, label: str, short: str, np_type: type, itemsize: int) -> None:
         self.label = label
+        self.short = short
         self.np = np.dtype(np_type)
-        self.wgsl = wgsl
-        self.storage = storage
+        self.itemsize = itemsize
 
     @property
     def storage_np(self) -> np.dtype:
         """The numpy type of the device's storage words (bool is stored as uint32)."""
         return np.dtype(np.uint32) if self is DType.bool else self.np
-
-    @property
-    def itemsize(self) -> int:
-        """Bytes per element on the device (always 4)."""
-        return 4
 
     @property
     def is_float(self) -> bool:

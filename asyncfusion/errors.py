@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "AsyncFusionError",
     "ShapeError",
+    "IndexingError",
     "DTypeError",
     "DeviceMismatchError",
     "AxisError",
@@ -41,6 +42,10 @@ class DeviceMismatchError(AsyncFusionError, ValueError):
 
 class AxisError(AsyncFusionError, IndexError):
     """Raised when an axis is out of range for a tensor's rank."""
+
+
+class IndexingError(AsyncFusionError, IndexError):
+    """An index is out of range, has a zero step, or is of a kind not supported."""
 
 
 class LimitError(AsyncFusionError, ValueError):

@@ -22,9 +22,9 @@ import anyio
 import numpy as np
 
 from . import _debug
-from .backends.base import Handles, Poison
+from .engine import Memory, Poison, Storage
 from .errors import DeviceClosedError, DeviceLostError, ExecutionError
-from .ir import OperationIr
+from .ir import Layout, OperationIr
 from .stream import Streams
 from .trace import Counters, emit, trace_enabled
 
@@ -44,14 +44,14 @@ class Request:
 
 
 class Executor:
-    """Owns the handle container; runs on one thread at a time (the server's limiter)."""
+    """Owns the memory table; runs on one thread at a time (the server's limiter)."""
 
     def __init__(self, streams: Streams, runner: Any, backend: Any, counters: Counters) -> None:
         self.streams = streams
         self.runner = runner
         self.backend = backend
         self.counters = counters
-        self.handles = Handles()
+        self.memory = Memory(backend)
 
     def round(self, requests: list[Request], sync: bool) -> None:
         for tid in self.streams.take_freeable():
@@ -65,14 +65,16 @@ class Executor:
             prod = self.streams.pending_producer(r.tensor.id)
             if prod is not None:
                 self.drain(*prod)
-            h = self.handles.get(r.tensor.id)
+            h = self.memory.get(r.tensor.id)
             if isinstance(h, Poison):
                 r.error = self._error(f"tensor t{r.tensor.id} could not be computed", h.error)
             elif h is None:
                 r.error = ExecutionError(f"tensor t{r.tensor.id} has no data on the device")
             else:
+                assert isinstance(h, Storage)
+                layout = r.tensor.layout or Layout.dense(r.tensor.shape)
                 try:
-                    r.token = self.backend.stage_read(h, r.tensor.shape, r.tensor.dtype)
+                    r.token = self.backend.stage_read(h.buffer, layout, r.tensor.dtype)
                 except Exception as exc:  # noqa: BLE001
                     r.error = self._error(f"staging the read of t{r.tensor.id} failed", exc)
         try:
@@ -106,10 +108,10 @@ class Executor:
         """Run a stream's queued ops (the first ``upto``), producers in other streams first."""
         ops, frees = self.streams.take(key, upto)
         start = 0
-        handles = self.handles
+        memory = self.memory
         for i, op in enumerate(ops):
             for t in op.inputs():
-                if t.id not in handles:
+                if t.id not in memory:
                     prod = self.streams.pending_producer(t.id)
                     if prod is not None:
                         self._run(ops[start:i])
@@ -125,16 +127,13 @@ class Executor:
         if trace_enabled():
             for op in ops:
                 emit(f"[registered] {op.describe()}")
-        self.runner.run(ops, self.handles)
+        self.runner.run(ops, self.memory)
 
     def _release(self, tid: int) -> None:
-        h = self.handles.pop(tid, None)
-        if h is not None and not isinstance(h, Poison):
-            self.backend.release(h)
+        self.memory.release(tid)
 
     def close(self) -> None:
-        for tid in list(self.handles):
-            self._release(tid)
+        self.memory.release_all()
         try:
             self.backend.close()
         except Exception:  # noqa: BLE001 - a lost device has nothing left to give back

@@ -14,8 +14,8 @@ import numpy as np
 
 from .dtype import DType, as_dtype, promote
 from .errors import AxisError, DeviceMismatchError, DTypeError, LimitError, ShapeError
-from .ir import (ELEMENTWISE, CatOp, ElementwiseOp, ReduceOp,
-                 ReshapeOp, ScalarIr, TensorIr, TensorStatus, numel)
+from .ir import CatOp, ElementwiseOp, Layout, ScalarIr, TensorIr, TensorStatus, numel
+from .primitives import PRIMITIVES
 
 __all__ = ["Tensor", "elementwise", "where", "minimum", "maximum", "cat"]
 
@@ -23,10 +23,11 @@ _ids = itertools.count(1)
 _NOT_INIT = TensorStatus.NOT_INIT
 _READ_ONLY = TensorStatus.READ_ONLY
 _SCALARS = (int, float, bool, np.integer, np.floating, np.bool_)
-_SYMBOLS = {"add": "add (+)", "sub": "sub (-)", "mul": "mul (*)", "div": "div (/)",
-            "pow": "pow (**)", "eq": "eq (==)", "ne": "ne (!=)", "lt": "lt (<)",
-            "le": "le (<=)", "gt": "gt (>)", "ge": "ge (>=)", "logical_and": "and (&)",
-            "logical_or": "or (|)", "logical_not": "not (~)", "neg": "neg (-x)"}
+
+
+def _what(op: str) -> str:
+    p = PRIMITIVES.get(op)
+    return p.what if p is not None else op
 
 
 def broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...], what: str) -> tuple[int, ...]:
@@ -81,14 +82,16 @@ def _scalar_dtype(value: Any, other: DType, what: str) -> DType:
 class Tensor:
     """A lazy tensor. Create one with :func:`asyncfusion.tensor` and friends."""
 
-    __slots__ = ("id", "shape", "dtype", "device", "_ir")
+    __slots__ = ("id", "shape", "dtype", "device", "layout", "_ir")
     __array_priority__ = 1000  # numpy scalars on the left defer to our operators
 
-    def __init__(self, shape: tuple[int, ...], dtype: DType, device: Any) -> None:
+    def __init__(self, shape: tuple[int, ...], dtype: DType, device: Any,
+                 layout: Layout | None = None) -> None:
         self.id = next(_ids)
         self.shape = shape
         self.dtype = dtype
         self.device = device
+        self.layout = layout  # None: dense; a view's strided layout otherwise
         self._ir: TensorIr | None = None
 
     def __del__(self) -> None:
@@ -102,11 +105,16 @@ class Tensor:
         """This tensor as an op input (ReadOnly; the server upgrades its last use)."""
         r = self._ir
         if r is None:
-            r = self._ir = TensorIr(self.id, self.shape, self.dtype, _READ_ONLY)
+            r = self._ir = TensorIr(self.id, self.shape, self.dtype, _READ_ONLY, self.layout)
         return r
 
     def out_ir(self) -> TensorIr:
-        return TensorIr(self.id, self.shape, self.dtype, _NOT_INIT)
+        return TensorIr(self.id, self.shape, self.dtype, _NOT_INIT, self.layout)
+
+    @property
+    def view_layout(self) -> Layout:
+        """Where this tensor's elements sit in its storage (dense ones included)."""
+        return self.layout if self.layout is not None else Layout.dense(self.shape)
 
     # -- facts ---------------------------------------------------------------------------
     @property
@@ -179,56 +187,95 @@ class Tensor:
         """This tensor converted to ``dtype`` (float->int truncates toward zero)."""
         return elementwise("cast", self, dtype=as_dtype(dtype))
 
-    # -- shape ops -----------------------------------------------------------------------
+    # -- views, reductions and composites live in their own modules -------------------
     def reshape(self, *shape: Any) -> Tensor:
-        """The same elements in another shape; one dimension may be -1 (inferred)."""
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
-        target = _reshape_target(self.shape, shape)
-        out = Tensor(target, self.dtype, self.device)
-        out_ir = out.out_ir()
-        self.device.register(ReshapeOp(self.ir(), out_ir), (self.id,), out_ir)
-        return out
+        """The same elements in another shape (a view when strides allow, else a copy);
+        one dimension may be -1 (inferred)."""
+        return _views.reshape(self, shape)
 
-    def _reduce(self, op: str, axis: int | None, keepdims: bool) -> Tensor:
-        what = f"{op}()"
-        if self.dtype is DType.bool:
-            raise DTypeError(f"{what} is not defined for bool tensors; use "
-                             ".astype(asyncfusion.int32) first")
-        if axis is None:
-            reduced = set(range(self.ndim))
-            ax = None
-            if self.ndim > 1 or (self.ndim == 1 and keepdims):
-                src = self.reshape(-1)
-                return src._reduce(op, 0, False).reshape(
-                    (1,) * self.ndim if keepdims else ())
-        else:
-            ax = normalize_axis(axis, self.ndim, what)
-            reduced = {ax}
-        n = numel(tuple(self.shape[d] for d in reduced))
-        if n == 0 and op in ("max", "min"):
-            raise ShapeError(f"{what} of an empty tensor (shape {self.shape}) has no value; "
-                             "check the size before reducing")
-        shape = tuple(1 if d in reduced else s for d, s in enumerate(self.shape)
-                      if keepdims or d not in reduced)
-        dtype = DType.float32 if op == "mean" else self.dtype
-        out = Tensor(shape, dtype, self.device)
-        out_ir = out.out_ir()
-        self.device.register(ReduceOp(op, self.ir(), ax, keepdims, out_ir), (self.id,), out_ir)
-        return out
+    def permute(self, *axes: Any) -> Tensor:
+        return _views.permute(self, axes)
 
-    def sum(self, axis: int | None = None, keepdims: bool = False) -> Tensor:
-        return self._reduce("sum", axis, keepdims)
+    def transpose(self, a: int = -2, b: int = -1) -> Tensor:
+        return _views.transpose(self, a, b)
 
-    def mean(self, axis: int | None = None, keepdims: bool = False) -> Tensor:
-        return self._reduce("mean", axis, keepdims)
+    @property
+    def T(self) -> Tensor:  # noqa: N802 - numpy's name
+        return _views.permute(self, tuple(range(self.ndim - 1, -1, -1)))
 
-    def max(self, axis: int | None = None, keepdims: bool = False) -> Tensor:
-        return self._reduce("max", axis, keepdims)
+    @property
+    def mT(self) -> Tensor:  # noqa: N802 - numpy's name
+        return _views.transpose(self, -2, -1)
 
-    def min(self, axis: int | None = None, keepdims: bool = False) -> Tensor:
-        return self._reduce("min", axis, keepdims)
+    def expand(self, *shape: Any) -> Tensor:
+        return _views.broadcast_to(self, shape)
 
+    def broadcast_to(self, *shape: Any) -> Tensor:
+        return _views.broadcast_to(self, shape)
+
+    def squeeze(self, axis: Any = None) -> Tensor:
+        return _views.squeeze(self, axis)
+
+    def unsqueeze(self, axis: int) -> Tensor:
+        return _views.unsqueeze(self, axis)
+
+    def flip(self, axis: Any = None) -> Tensor:
+        return _views.flip(self, axis)
+
+    def contiguous(self) -> Tensor:
+        """This tensor in dense C order (a copy kernel only when it is a strided view)."""
+        return _views.contiguous(self)
+
+    def __getitem__(self, key: Any) -> Tensor:
+        return _views.index(self, key)
+
+    def sum(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return _red.reduce("sum", self, axis, keepdims)
+
+    def prod(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return _red.reduce("prod", self, axis, keepdims)
+
+    def max(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return _red.reduce("max", self, axis, keepdims)
+
+    def min(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return _red.reduce("min", self, axis, keepdims)
+
+    def any(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return _red.reduce("any", self, axis, keepdims)
+
+    def all(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return _red.reduce("all", self, axis, keepdims)
+
+    def argmax(self, axis: int | None = None, keepdims: bool = False) -> Tensor:
+        return _red.reduce("argmax", self, axis, keepdims)
+
+    def argmin(self, axis: int | None = None, keepdims: bool = False) -> Tensor:
+        return _red.reduce("argmin", self, axis, keepdims)
+
+    def mean(self, axis: Any = None, keepdims: bool = False) -> Tensor:
+        return _red.mean(self, axis, keepdims)
+
+    def var(self, axis: Any = None, keepdims: bool = False, correction: float = 0) -> Tensor:
+        return _red.var(self, axis, keepdims, correction)
+
+    def std(self, axis: Any = None, keepdims: bool = False, correction: float = 0) -> Tensor:
+        return _red.var(self, axis, keepdims, correction).sqrt()
+
+    def __floordiv__(self, o: Any) -> Tensor: return elementwise("floor_divide", self, o)
+    def __rfloordiv__(self, o: Any) -> Tensor: return elementwise("floor_divide", o, self)
+    def __mod__(self, o: Any) -> Tensor: return elementwise("remainder", self, o)
+    def __rmod__(self, o: Any) -> Tensor: return elementwise("remainder", o, self)
+
+    def square(self) -> Tensor: return elementwise("square", self)
+    def rsqrt(self) -> Tensor: return elementwise("rsqrt", self)
+    def floor(self) -> Tensor: return elementwise("floor", self)
+    def ceil(self) -> Tensor: return elementwise("ceil", self)
+    def round(self) -> Tensor: return elementwise("round", self)
+    def sign(self) -> Tensor: return elementwise("sign", self)
+    def isnan(self) -> Tensor: return elementwise("isnan", self)
+    def isinf(self) -> Tensor: return elementwise("isinf", self)
+    def isfinite(self) -> Tensor: return elementwise("isfinite", self)
 
 
 def _reshape_target(src: tuple[int, ...], shape: tuple[Any, ...]) -> tuple[int, ...]:
@@ -253,7 +300,7 @@ def _reshape_target(src: tuple[int, ...], shape: tuple[Any, ...]) -> tuple[int, 
 
 
 def _check_size(shape: tuple[int, ...], device: Any, what: str) -> None:
-    nbytes = numel(shape) * 4
+    nbytes = numel(shape) * 4  # the widest dtype's itemsize: every dtype is 4 bytes today
     if nbytes > device.max_buffer_size:
         raise LimitError(
             f"{what}: a tensor of shape {shape} needs {nbytes} bytes, more than this device's "
@@ -278,6 +325,10 @@ def _compute_dtype(op: str, rule: str, dtypes: list[DType], what: str) -> tuple[
         return DType.float32, DType.float32
     if rule == "compare":
         return common, DType.bool
+    if rule == "predicate":
+        return common, DType.bool
+    if rule == "same":
+        return common, common
     if common is not DType.bool:  # logical
         raise DTypeError(f"{what} needs bool tensors, got {common.label}; compare first "
                          "(for example x > 0) or use .astype(asyncfusion.bool_)")
@@ -289,8 +340,8 @@ def _resolve(op: str, args: tuple[Any, ...], dtype: DType | None) -> tuple[DType
 
     Runs once per (op, operand types); the result is cached by :func:`elementwise`.
     """
-    spec = ELEMENTWISE[op]
-    what = _SYMBOLS.get(op, op)
+    spec = PRIMITIVES[op]
+    what = _what(op)
     if len(args) != spec.arity:
         raise TypeError(f"{what} takes {spec.arity} operand(s), got {len(args)}")
     tensors = [a for a in args if type(a) is Tensor]
@@ -332,21 +383,25 @@ def elementwise(op: str, *args: Any, dtype: DType | None = None) -> Tensor:
                 first, shape = a, a.shape
             elif a.device is not first.device:
                 raise DeviceMismatchError(
-                    f"{_SYMBOLS.get(op, op)}: operands live on two devices ({first.device!r} "
+                    f"{_what(op)}: operands live on two devices ({first.device!r} "
                     f"and {a.device!r}); read one and create it again on the other's device")
             elif a.shape != shape:
-                shape = broadcast_shapes(shape, a.shape, _SYMBOLS.get(op, op))
+                shape = broadcast_shapes(shape, a.shape, _what(op))
             kinds.append(a.dtype)
             ids.append(a.id)
         elif isinstance(a, _SCALARS):
             kinds.append(type(a))
         else:
-            raise TypeError(f"{_SYMBOLS.get(op, op)}: operands must be Tensors or Python "
+            raise TypeError(f"{_what(op)}: operands must be Tensors or Python "
                             f"scalars, not {type(a).__name__}; wrap arrays with "
                             "asyncfusion.tensor()")
     if first is None:
-        raise TypeError(f"{_SYMBOLS.get(op, op)}: at least one operand must be an asyncfusion "
+        raise TypeError(f"{_what(op)}: at least one operand must be an asyncfusion "
                         "Tensor")
+    if op == "pow" and len(args) == 2 and args[0] is first and type(args[1]) in (int, float) \
+            and args[1] == 2 and (type(args[1]) is int or first.dtype is DType.float32) \
+            and first.dtype is not DType.bool:
+        return elementwise("square", first)  # x ** 2 is exactly x * x, and far cheaper
     key = tuple(kinds)
     resolved = _RESOLVED.get(key)
     if resolved is None:
@@ -359,7 +414,7 @@ def elementwise(op: str, *args: Any, dtype: DType | None = None) -> Tensor:
     else:
         irs, scalars = _with_scalars(op, args, compute)
     if shape is not first.shape and shape != first.shape:
-        _check_size(shape, device, _SYMBOLS.get(op, op))
+        _check_size(shape, device, _what(op))
     out = Tensor(shape, out_dtype, device)
     out_ir = TensorIr(out.id, shape, out_dtype, _NOT_INIT)
     device.register(ElementwiseOp(op, irs, scalars, out_ir, compute), ids, out_ir)
@@ -376,7 +431,7 @@ def _with_scalars(op: str, args: tuple[Any, ...], compute: DType
             continue
         value = a.item() if isinstance(a, np.generic) else a
         if compute.is_int and not isinstance(value, bool):
-            _scalar_dtype(value, compute, _SYMBOLS.get(op, op))  # range check
+            _scalar_dtype(value, compute, _what(op))  # range check
         irs.append(_SCALAR_IR[compute])
         scalars.append(value)
     return tuple(irs), tuple(scalars)
@@ -425,3 +480,7 @@ def cat(tensors: list[Tensor] | tuple[Tensor, ...], axis: int = 0) -> Tensor:
     first.device.register(CatOp(tuple(t.ir() for t in tensors), ax, out_ir),
                           tuple(t.id for t in tensors), out_ir)
     return out
+
+
+from . import reductions as _red  # noqa: E402 - they build on Tensor
+from . import views as _views  # noqa: E402

@@ -1,38 +1,31 @@
-"""What a backend offers the device server, and the handle container it runs against.
+"""What a backend offers the engine: allocate, launch, read. Nothing else.
 
-A backend executes any op unfused (``run``), uploads host data, and reads tensors back in
-two halves: ``stage_read`` (inside a batch, on the executor thread) and ``finish_read``
-(blocking until the data is on the host; called from a worker thread, never the event loop).
-Backends that can fuse element-wise blocks also implement ``run_elementwise``.
+A backend holds no tensor table (the engine's :class:`~asyncfusion.engine.memory.Memory`
+does): it allocates and frees buffers, uploads host data, launches kernels of the
+:mod:`asyncfusion.kernel` IR on buffers, and reads buffers back in two halves —
+``stage_read`` (on the executor thread, inside a round) and ``finish_read`` (blocking
+until the data is on the host; a worker thread, never the event loop).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Protocol
-from collections.abc import Callable
 
 import numpy as np
 
-from ..elementwise import BlockLayout
-from ..ir import CatOp, DropOp, ElementwiseOp, InitOp, OperationIr, ReduceOp, ReshapeOp
+from ..dtype import DType
+from ..ir import Layout
+from ..kernel import Kernel, LaunchArgs
+from .faults import FaultInjector
 
-__all__ = ["Backend", "Handles", "Poison", "MemoryStats", "OP_METHODS", "bind_op_table"]
-
-# The unfused lowering of each op kind: the backend method that runs it.
-OP_METHODS: dict[type, str] = {
-    InitOp: "_init",
-    ElementwiseOp: "_elementwise",
-    ReduceOp: "_reduce",
-    CatOp: "_cat",
-    ReshapeOp: "_reshape",
-    DropOp: "_drop",
-}
+__all__ = ["Backend", "Buffer", "MemoryStats", "host_view"]
 
 
-def bind_op_table(backend: Any) -> dict[type, Callable[[Any, Handles], None]]:
-    """``{op type: bound method}`` for a backend, so ``run`` is one dict lookup."""
-    return {kind: getattr(backend, name) for kind, name in OP_METHODS.items()}
+class Buffer(Protocol):
+    """A backend's buffer; ``nbytes`` is what was asked for."""
+
+    nbytes: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,24 +39,15 @@ class MemoryStats:
     allocations: int
 
 
-class Poison:
-    """Stands in the handle container for a tensor whose computation failed."""
-
-    __slots__ = ("error",)
-
-    def __init__(self, error: BaseException) -> None:
-        self.error = error
-
-
-class Handles(dict[int, Any]):
-    """Tensor id -> backend handle (or :class:`Poison`). Owned by the executor thread."""
-
-    def poisoned(self, ids: tuple[int, ...] | list[int]) -> Poison | None:
-        for tid in ids:
-            h = self.get(tid)
-            if isinstance(h, Poison):
-                return h
-        return None
+def host_view(words: np.ndarray, first: int, layout: Layout, dtype: DType) -> np.ndarray:
+    """The tensor ``layout`` describes, from storage words starting at word ``first``,
+    as a fresh C-ordered array of ``dtype``."""
+    out = words.astype(np.bool_) if dtype is DType.bool else words
+    item = out.itemsize
+    view = np.lib.stride_tricks.as_strided(
+        out[layout.offset - first:] if out.size else out, layout.shape,
+        tuple(s * item for s in layout.strides), writeable=False)
+    return np.array(view, dtype=dtype.np, order="C")
 
 
 class Backend(Protocol):
@@ -71,19 +55,20 @@ class Backend(Protocol):
     max_storage_bindings: int
     max_buffer_size: int
     fuses: bool
+    faults: FaultInjector
+
+    def alloc(self, nbytes: int) -> Any: ...
+
+    def free(self, buffer: Any) -> None: ...
 
     def upload(self, data: np.ndarray) -> Any: ...
 
-    def run(self, op: OperationIr, handles: Handles) -> None: ...
-
-    def run_elementwise(self, layout: BlockLayout, handles: Handles,
-                        scalars: list[Any]) -> None: ...
-
-    def release(self, handle: Any) -> None: ...
+    def launch(self, kernel: Kernel, args: LaunchArgs, loads: list[Any],
+               stores: list[Any]) -> None: ...
 
     def flush(self) -> None: ...
 
-    def stage_read(self, handle: Any, shape: tuple[int, ...], dtype: Any) -> Any: ...
+    def stage_read(self, buffer: Any, layout: Layout, dtype: DType) -> Any: ...
 
     def finish_read(self, token: Any) -> np.ndarray: ...
 

@@ -1,121 +1,124 @@
-"""The numpy reference backend: every op run eagerly on the host. The test oracle.
+"""The numpy backend: interprets the kernel IR on the host. The test oracle.
 
-It implements the same dtype rules as the device kernels (float32 arithmetic, integer
-``**`` through float32 and rounding, NaN-propagating min/max), so a numpy result is the
-answer a WGSL kernel must give.
+It runs the very kernels the wgpu backend renders — loads through index maps, the body,
+the reduction, stores through index maps — with each primitive's numpy function from the
+registry, so a fused program and its unfused ops can both be checked against plain numpy.
+Buffers are byte arrays; storage words have the device's types (bool as uint32).
 """
 
 from __future__ import annotations
 
 from typing import Any
-from collections.abc import Callable
 
 import numpy as np
 
 from ..dtype import DType
-from ..elementwise import BlockLayout
-from ..ir import (CatOp, DropOp, ElementwiseOp, InitOp, OperationIr, ReduceOp, ReshapeOp,
-                  ScalarIr)
-from .base import Handles, MemoryStats, bind_op_table
+from ..ir import Layout, numel
+from ..kernel import Arg, Kernel, LaunchArgs, Level
+from ..primitives import PRIMITIVES, REDUCTIONS
+from .base import MemoryStats, host_view
 from .faults import FaultInjector
 
-__all__ = ["NumpyBackend", "NUMPY_ELEMENTWISE", "eval_elementwise"]
+__all__ = ["NumpyBackend", "HostBuffer"]
 
 
-def _pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """numpy's power for floats; for integers exact wrapping powers by squaring, with a
-    negative exponent giving 0 (or +-1 for a base of +-1), as the WGSL kernels do."""
-    if a.dtype.kind == "f":
-        return np.power(a, b)
-    a, b = (np.array(v) for v in np.broadcast_arrays(a, b))
-    r = np.ones_like(a)
-    x = a.copy()
-    e = np.where(b < 0, 0, b).astype(np.int64)
-    while (e > 0).any():
-        r = np.where(e & 1, r * x, r)
-        x = x * x
-        e >>= 1
-    if a.dtype.kind == "i":
-        neg = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
-        r = np.where(b < 0, neg, r)
-    return r.astype(a.dtype)
+class HostBuffer:
+    __slots__ = ("data", "nbytes")
+
+    def __init__(self, nbytes: int) -> None:
+        self.data = np.zeros(-(-nbytes // 4) * 4, dtype=np.uint8)
+        self.nbytes = nbytes
+
+    def words(self, dtype: DType) -> np.ndarray:
+        return self.data.view(dtype.storage_np)
 
 
-def _neg(a: np.ndarray) -> np.ndarray:
-    return np.negative(a) if a.dtype != np.uint32 else (np.uint32(0) - a)
+def _index(shape: tuple[int, ...], offset: int, strides: tuple[int, ...]) -> np.ndarray:
+    """Storage word of every element of ``shape`` under (offset, strides)."""
+    idx = np.full((1,) * len(shape), offset, dtype=np.int64)
+    for d, (size, s) in enumerate(zip(shape, strides, strict=True)):
+        if s:
+            axis = [1] * len(shape)
+            axis[d] = size
+            idx = idx + (np.arange(size, dtype=np.int64) * s).reshape(axis)
+    return np.broadcast_to(idx, shape)
 
 
-NUMPY_ELEMENTWISE: dict[str, Callable[..., np.ndarray]] = {
-    "add": np.add,
-    "sub": np.subtract,
-    "mul": np.multiply,
-    "div": np.true_divide,
-    "pow": _pow,
-    "minimum": np.minimum,
-    "maximum": np.maximum,
-    "neg": _neg,
-    "abs": lambda a: a if a.dtype == np.uint32 else np.abs(a),
-    "relu": lambda a: np.maximum(a, a.dtype.type(0)),
-    "exp": np.exp,
-    "log": np.log,
-    "sqrt": np.sqrt,
-    "sin": np.sin,
-    "cos": np.cos,
-    "tanh": np.tanh,
-    "sigmoid": lambda a: np.float32(1) / (np.float32(1) + np.exp(-a)),
-    "eq": np.equal,
-    "ne": np.not_equal,
-    "lt": np.less,
-    "le": np.less_equal,
-    "gt": np.greater,
-    "ge": np.greater_equal,
-    "logical_and": np.logical_and,
-    "logical_or": np.logical_or,
-    "logical_not": np.logical_not,
-    "where": lambda c, a, b: np.where(c, a, b),
-    "cast": lambda a: a,
-}
+def _from_words(words: np.ndarray, dtype: DType) -> np.ndarray:
+    return words != 0 if dtype is DType.bool else words
 
 
-def eval_elementwise(op: ElementwiseOp, tensors: list[np.ndarray]) -> np.ndarray:
-    """Evaluate one element-wise op on host arrays (``tensors`` in arg order)."""
-    it = iter(tensors)
-    sv = iter(op.scalars)
-    args = []
-    for a in op.args:
-        if isinstance(a, ScalarIr):
-            args.append(np.array(next(sv), dtype=a.dtype.np))
-        else:
-            x = next(it)
-            if op.op == "where" and not args:
-                args.append(x)  # the condition stays bool
+def _to_words(values: np.ndarray, dtype: DType) -> np.ndarray:
+    return np.asarray(values, dtype=dtype.np).astype(dtype.storage_np)
+
+
+class _Run:
+    """One launch being interpreted."""
+
+    def __init__(self, kernel: Kernel, args: LaunchArgs, loads: list[HostBuffer]) -> None:
+        self.kernel = kernel
+        self.args = args
+        self.space = args.shape
+        reduced = kernel.reduced or (False,) * kernel.rank
+        self.keep = tuple(1 if r else s for s, r in zip(self.space, reduced, strict=True))
+        self.axes = tuple(d for d, r in enumerate(reduced) if r)
+        self.maps = iter(args.maps)
+        self.inputs = [self._load(ld.dtype, ld.dense, ld.level, buf)
+                       for ld, buf in zip(kernel.loads, loads, strict=True)]
+        self.values: list[np.ndarray] = []
+        self.result: np.ndarray | None = None
+
+    def _load(self, dtype: DType, dense: bool, level: Level, buf: HostBuffer) -> np.ndarray:
+        words = buf.words(dtype)
+        if dense:
+            return _from_words(words[:numel(self.space)].reshape(self.space), dtype)
+        offset, strides = next(self.maps)
+        shape = self.keep if level is Level.OUT else self.space
+        return _from_words(words[_index(shape, offset, strides)], dtype)
+
+    def operand(self, a: Arg) -> np.ndarray:
+        if a.kind == "in":
+            return self.inputs[a.index]
+        if a.kind == "v":
+            return self.values[a.index]
+        if a.kind == "r":
+            assert self.result is not None
+            return self.result
+        dt = self.kernel.scalars[a.index]
+        return np.array(self.args.scalars[a.index], dtype=dt.np)
+
+    def run(self) -> None:
+        k = self.kernel
+        values: list[np.ndarray] = [np.empty(0)] * len(k.body)
+        self.values = values
+        with np.errstate(all="ignore"):
+            for level in (Level.ROW, Level.OUT, Level.POST):
+                if level is Level.OUT and k.reduce is not None:
+                    red = k.reduce
+                    self.result = REDUCTIONS[red.op].numpy(
+                        self.operand(red.value).astype(red.src.np, copy=False),
+                        self.axes).astype(red.out.np)
+                for j, ins in enumerate(k.body):
+                    if ins.level is level:
+                        values[j] = self._eval(ins.op, ins.compute, ins.out, ins.args)
+
+    def _eval(self, op: str, compute: DType, out: DType, args: tuple[Arg, ...]) -> np.ndarray:
+        vals = []
+        for a in args:
+            x = self.operand(a)
+            if op == "cast" or (op == "where" and not vals):
+                vals.append(x)  # the rule converts / the condition stays bool
             else:
-                args.append(x.astype(op.compute.np, copy=False))
-    with np.errstate(all="ignore"):
-        r = NUMPY_ELEMENTWISE[op.op](*args)
-        return np.asarray(r).astype(op.out.dtype.np, copy=False).reshape(op.out.shape)
-
-
-def _reduce(op: ReduceOp, x: np.ndarray) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        if op.op == "sum":
-            r = np.sum(x, axis=op.axis, keepdims=op.keepdims, dtype=x.dtype)
-        elif op.op == "mean":  # sum / count: np.mean warns on empty input
-            count = x.size if op.axis is None else x.shape[op.axis]
-            r = np.sum(x.astype(np.float32), axis=op.axis, keepdims=op.keepdims,
-                       dtype=np.float32) / np.float32(count)
-        elif op.op == "max":
-            r = np.max(x, axis=op.axis, keepdims=op.keepdims)
-        else:
-            r = np.min(x, axis=op.axis, keepdims=op.keepdims)
-    return np.asarray(r, dtype=op.out.dtype.np).reshape(op.out.shape)
+                vals.append(x.astype(compute.np, copy=False))
+        r = PRIMITIVES[op].numpy(*vals)
+        return np.asarray(r).astype(out.np, copy=False)
 
 
 class NumpyBackend:
-    """Runs ops eagerly with numpy; a handle is the ndarray itself."""
+    """Interprets kernels with numpy; a buffer is a byte array on the host."""
 
     name = "numpy"
-    fuses = False
+    fuses = True
     max_storage_bindings = 1 << 30
     max_buffer_size = 1 << 62
 
@@ -124,58 +127,52 @@ class NumpyBackend:
         self._live = 0
         self._live_bytes = 0
         self._allocs = 0
-        self._run = bind_op_table(self)
 
-    def _track(self, a: np.ndarray) -> np.ndarray:
+    def alloc(self, nbytes: int) -> HostBuffer:
         self.faults.check("alloc")
         self._live += 1
-        self._live_bytes += a.size * 4
+        self._live_bytes += nbytes
         self._allocs += 1
-        return a
+        return HostBuffer(nbytes)
 
-    def upload(self, data: np.ndarray) -> np.ndarray:
-        return self._track(np.array(data, copy=True))
+    def free(self, buffer: HostBuffer) -> None:
+        self._live -= 1
+        self._live_bytes -= buffer.nbytes
 
-    def run(self, op: OperationIr, handles: Handles) -> None:
-        self._run[type(op)](op, handles)
+    def upload(self, data: np.ndarray) -> HostBuffer:
+        raw = np.ascontiguousarray(data)
+        if raw.dtype == np.bool_:
+            raw = raw.astype(np.uint32)
+        buf = self.alloc(raw.nbytes)
+        buf.data[:raw.nbytes] = raw.reshape(-1).view(np.uint8)
+        return buf
 
-    def _init(self, op: InitOp, handles: Handles) -> None:
-        handles[op.out.id] = self.upload(op.data)
-
-    def _elementwise(self, op: ElementwiseOp, handles: Handles) -> None:
-        self.faults.check("launch", (op.op,))
-        handles[op.out.id] = self._track(eval_elementwise(op, [handles[t.id] for t in op.inputs()]))
-
-    def _reduce(self, op: ReduceOp, handles: Handles) -> None:
-        self.faults.check("launch", (op.op,))
-        handles[op.out.id] = self._track(_reduce(op, handles[op.input.id]))
-
-    def _cat(self, op: CatOp, handles: Handles) -> None:
-        self.faults.check("launch", ("cat",))
-        arrays = [handles[t.id] for t in op.tensors]
-        handles[op.out.id] = self._track(np.concatenate(arrays, axis=op.axis))
-
-    def _reshape(self, op: ReshapeOp, handles: Handles) -> None:
-        handles[op.out.id] = self._track(handles[op.input.id].reshape(op.out.shape).copy())
-
-    def _drop(self, op: DropOp, handles: Handles) -> None:
-        h = handles.pop(op.tensor.id, None)
-        if h is not None:
-            self.release(h)
-
-    def run_elementwise(self, layout: BlockLayout, handles: Handles, scalars: list[Any]) -> None:
-        raise NotImplementedError("the numpy backend does not fuse")
-
-    def release(self, handle: Any) -> None:
-        if isinstance(handle, np.ndarray):
-            self._live -= 1
-            self._live_bytes -= handle.size * 4
+    def launch(self, kernel: Kernel, args: LaunchArgs, loads: list[HostBuffer],
+               stores: list[HostBuffer]) -> None:
+        self.faults.check("launch", kernel.names)
+        if not numel(args.shape):
+            return
+        run = _Run(kernel, args, loads)
+        run.run()
+        n_store_maps = sum(1 for s in kernel.stores if not s.dense)
+        store_maps = list(args.maps[len(args.maps) - n_store_maps:])
+        for st, buf in zip(kernel.stores, stores, strict=True):
+            level_shape = run.keep if st.level is Level.OUT else args.shape
+            value = np.broadcast_to(run.operand(st.value), level_shape)
+            words = buf.words(st.dtype)
+            if st.dense:
+                flat = _to_words(value, st.dtype).reshape(-1)
+                words[:flat.size] = flat
+            else:
+                offset, strides = store_maps.pop(0)
+                words[_index(level_shape, offset, strides)] = _to_words(value, st.dtype)
 
     def flush(self) -> None:
         pass
 
-    def stage_read(self, handle: np.ndarray, shape: tuple[int, ...], dtype: DType) -> np.ndarray:
-        return handle.copy()
+    def stage_read(self, buffer: HostBuffer, layout: Layout, dtype: DType) -> Any:
+        first, end = layout.span()
+        return host_view(buffer.words(dtype)[first:end].copy(), first, layout, dtype)
 
     def finish_read(self, token: np.ndarray) -> np.ndarray:
         return token

@@ -1,28 +1,39 @@
-"""The wgpu backend: each op as one WGSL kernel launch, plus fused element-wise blocks.
+"""The wgpu backend: allocate, upload, launch kernels of the kernel IR, read back.
 
-An unfused element-wise op is lowered as a one-op :class:`ElementwiseProgram`, so the
-plain path and the fused path share one code generator and differ only in block size.
+Kernels are rendered to WGSL once per distinct kernel (an LRU keyed by the kernel IR)
+and compiled once per WGSL text by the runtime. Reduction kernels pick their threads per
+output row from the launch's sizes: rows of a few elements share a workgroup, long rows
+get a whole one.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
 
 from ..._debug import assert_off_loop
 from ...dtype import DType
-from ...elementwise import BlockLayout, layout_block
-from ...ir import CatOp, DropOp, ElementwiseOp, InitOp, OperationIr, ReduceOp, ReshapeOp, numel
+from ...ir import Layout, numel
+from ...kernel import Kernel, LaunchArgs
 from ...trace import Counters
-from ..base import Handles, MemoryStats, bind_op_table
+from ..base import MemoryStats, host_view
 from ..faults import FaultInjector
-from .codegen import render_elementwise, uniform_words
-from .kernels import REDUCE_CHUNK, render_cat_slice, render_reduce
 from .memory import BufferPool
+from .render import param_words, render
 from .runtime import Buffer, Runtime, get_runtime
 
 __all__ = ["WgpuBackend"]
+
+_MAX_KERNELS = 1024
+
+
+def _pow2_at_least(n: int) -> int:
+    p = 1
+    while p < n:
+        p *= 2
+    return p
 
 
 class WgpuBackend:
@@ -39,71 +50,82 @@ class WgpuBackend:
         self.pool = BufferPool(self.rt.create_storage, self.faults, self.rt.forget_buffer)
         self.staging = BufferPool(self.rt.create_staging, self.faults, self.rt.forget_buffer)
         self.batch = self.rt.new_batch()
-        self._wgsl: dict[Any, str] = {}
-        self._kernels: dict[Any, tuple[str, tuple[str, ...], str]] = {}
-        self._run = bind_op_table(self)
+        self._kernels: OrderedDict[Kernel, str] = OrderedDict()
 
     @property
     def adapter_summary(self) -> str:
         info = self.rt.adapter_info
         return f"{info.get('device', '?')} ({info.get('backend_type', '?')})"
 
-    # -- the Backend protocol ----------------------------------------------------------
+    # -- memory --------------------------------------------------------------------------
+    def alloc(self, nbytes: int) -> Buffer:
+        self.rt.check_alive()
+        return self.pool.acquire(nbytes, ordered=True)
+
+    def free(self, buffer: Buffer) -> None:
+        # Once this batch has encoded commands, a freed buffer may still be read by them, and
+        # an upload (queue.write_buffer) into it would run first: retire it until submit.
+        if self.batch.encoder is None:
+            self.pool.release(buffer)
+        else:
+            self.pool.retire(buffer)
+
     def upload(self, data: np.ndarray) -> Buffer:
         self.rt.check_alive()
-        buf = self.pool.acquire(data.size * 4)
-        if data.size:
-            raw = np.ascontiguousarray(data)
-            if raw.dtype == np.bool_:
-                raw = raw.astype(np.uint32)
+        raw = np.ascontiguousarray(data)
+        if raw.dtype == np.bool_:
+            raw = raw.astype(np.uint32)
+        buf = self.pool.acquire(raw.nbytes)
+        if raw.size:
             self.rt.queue.write_buffer(buf.gpu, 0, raw.tobytes())
         return buf
 
-    def run(self, op: OperationIr, handles: Handles) -> None:
-        self.rt.check_alive()
-        self._run[type(op)](op, handles)
-
-    def run_elementwise(self, layout: BlockLayout, handles: Handles, scalars: list[Any]) -> None:
-        self.rt.check_alive()
-        prog = layout.program
-        kernel = self._kernels.get(prog)
-        if kernel is None:
-            names = tuple(i.op for i in prog.body)
-            kernel = self._kernels[prog] = (render_elementwise(prog, self.rt.workgroup), names,
-                                            f"elementwise[{' '.join(names)}]")
+    # -- kernels -------------------------------------------------------------------------
+    def _wgsl(self, kernel: Kernel) -> str:
+        text = self._kernels.get(kernel)
+        if text is None:
+            text = self._kernels[kernel] = render(kernel, self.rt.workgroup)
             self.counters.kernels_generated += 1
-        wgsl, names, title = kernel
-        self.faults.check("launch", names)
-        n = numel(layout.shape)
-        inputs = [handles[tid] for tid in layout.inputs]
-        outs = [inputs[slot] if slot is not None else self.pool.acquire(n * 4, ordered=True)
-                for slot in prog.inplace]
-        if n:
-            params = np.zeros(uniform_words(prog), dtype=np.uint32)
-            params[0] = n // 4 if prog.vec4 else n
-            params[1:1 + prog.rank] = layout.shape
-            for k, (dt, value) in enumerate(zip(prog.scalars, scalars, strict=True)):
-                params[1 + prog.rank + k] = (int(bool(value)) if dt is DType.bool
-                                             else np.array(value, dtype=dt.np).view(np.uint32))
-            lent = {s for s in prog.inplace if s is not None}
-            storage = [(b, "read_write" if k in lent else "read") for k, b in enumerate(inputs)]
-            storage += [(b, "read_write") for b, s in zip(outs, prog.inplace, strict=True)
-                        if s is None]
-            self._dispatch(wgsl, storage, params, int(params[0]), title)
-        for tid, buf in zip(layout.outputs, outs, strict=True):
-            handles[tid] = buf
-        for slot in prog.inplace:
-            if slot is not None:
-                handles.pop(layout.inputs[slot], None)
+            if len(self._kernels) > _MAX_KERNELS:
+                self._kernels.popitem(last=False)
+        else:
+            self._kernels.move_to_end(kernel)
+        return text
 
-    def release(self, handle: Any) -> None:
-        # Once this batch has encoded commands, a freed buffer may still be read by them, and
-        # an upload (queue.write_buffer) into it would run first: retire it until submit.
-        if isinstance(handle, Buffer):
-            if self.batch.encoder is None:
-                self.pool.release(handle)
-            else:
-                self.pool.retire(handle)
+    def launch(self, kernel: Kernel, args: LaunchArgs, loads: list[Buffer],
+               stores: list[Buffer]) -> None:
+        self.rt.check_alive()
+        wgsl = self._wgsl(kernel)
+        self.faults.check("launch", kernel.names)
+        n = numel(args.shape)
+        if not n:
+            return
+        wg = self.rt.workgroup
+        if kernel.reduce is None:
+            count = n // 4 if kernel.vec4 else n
+            head = (count, 0, 0, 0)
+            threads = count
+        else:
+            n_out = numel(tuple(s for s, r in zip(args.shape, kernel.reduced, strict=True)
+                                if not r))
+            n_red = n // max(n_out, 1)
+            tpr = min(wg, _pow2_at_least(-(-n_red // 4)))
+            rows = wg // tpr
+            head = (n_out, n_red, tpr, rows)
+            threads = -(-n_out // rows) * wg
+        words = param_words(kernel, args, head)
+        params = np.zeros(-(-len(words) // 4) * 4, dtype=np.uint32)
+        params[:len(words)] = np.array(words, dtype=np.uint64).astype(np.uint32)
+        lent = {st.inplace for st in kernel.stores if st.inplace is not None}
+        storage = [(b, "read_write" if k in lent else "read") for k, b in enumerate(loads)]
+        storage += [(b, "read_write") for b, st in zip(stores, kernel.stores, strict=True)
+                    if st.inplace is None]
+        self.rt.dispatch(self.batch, wgsl, storage, params, threads)
+        self.counters.launch(kernel.title)
+        if self.batch.dispatches >= self.rt.dispatches_per_submit:
+            # Submit long rounds in pieces: the GPU starts while we encode the rest, and
+            # lavapipe slows down for good after a submission of ~10k dispatches.
+            self.flush()
 
     def flush(self) -> None:
         assert_off_loop("queue.submit")
@@ -113,28 +135,30 @@ class WgpuBackend:
                 self.counters.submissions += 1
         self.pool.submitted()
 
-    def stage_read(self, handle: Buffer, shape: tuple[int, ...], dtype: DType) -> Any:
-        n = numel(shape)
-        staging = self.staging.acquire(max(n * 4, 4))
-        if n:
-            self.rt.copy(self.batch, handle.gpu, staging.gpu, n * 4)
-        return (staging, shape, dtype)
+    # -- reads ---------------------------------------------------------------------------
+    def stage_read(self, buffer: Buffer, layout: Layout, dtype: DType) -> Any:
+        first, end = layout.span()
+        nbytes = (end - first) * dtype.itemsize
+        staging = self.staging.acquire(max(nbytes, 4))
+        if nbytes:
+            self.rt.copy(self.batch, buffer.gpu, staging.gpu, nbytes,
+                         src_offset=first * dtype.itemsize)
+        return (staging, first, end, layout, dtype)
 
     def finish_read(self, token: Any) -> np.ndarray:
-        staging, shape, dtype = token
-        n = numel(shape)
+        staging, first, end, layout, dtype = token
         try:
             self.rt.check_alive()
-            if not n:
-                return np.zeros(shape, dtype=dtype.np)
+            if end == first:
+                return np.zeros(layout.shape, dtype=dtype.np)
             assert_off_loop("buffer.map_sync")
             staging.gpu.map_sync(1, 0, staging.capacity)  # wgpu.MapMode.READ
             try:
-                raw = np.frombuffer(staging.gpu.read_mapped(0, n * 4), dtype=dtype.storage_np)
+                nbytes = (end - first) * dtype.itemsize
+                raw = np.frombuffer(staging.gpu.read_mapped(0, nbytes), dtype=dtype.storage_np)
+                return host_view(raw, first, layout, dtype)
             finally:
                 staging.gpu.unmap()
-            out = raw.astype(np.bool_) if dtype is DType.bool else raw
-            return out.reshape(shape)
         finally:
             self.staging.release(staging)
 
@@ -170,81 +194,3 @@ class WgpuBackend:
             self.rt.forget_buffer(arena)
             arena.destroy()
         self.batch = self.rt.new_batch()
-
-    # -- unfused ops -------------------------------------------------------------------
-    def _init(self, op: InitOp, handles: Handles) -> None:
-        handles[op.out.id] = self.upload(op.data)
-
-    def _elementwise(self, op: ElementwiseOp, handles: Handles) -> None:
-        layout = layout_block([op], inplace=False)
-        self.run_elementwise(layout, handles, list(op.scalars))
-
-    def _simple(self, name: str, wgsl: str, src: Buffer, dst: Buffer, params: list[int]) -> None:
-        self.faults.check("launch", (name,))
-        if params[0] == 0:
-            return
-        words = np.zeros(-(-len(params) // 4) * 4, dtype=np.uint32)
-        words[:len(params)] = params
-        self._dispatch(wgsl, [(src, "read"), (dst, "read_write")], words, params[0], name)
-
-    def _dispatch(self, wgsl: str, storage: list[tuple[Buffer, str]], params: np.ndarray,
-                  threads: int, name: str) -> None:
-        self.rt.dispatch(self.batch, wgsl, storage, params, threads)
-        self.counters.launch(name)
-        if self.batch.dispatches >= self.rt.dispatches_per_submit:
-            # Submit long rounds in pieces: the GPU starts while we encode the rest, and
-            # lavapipe slows down for good after a submission of ~10k dispatches.
-            self.flush()
-
-    def _reduce(self, op: ReduceOp, handles: Handles) -> None:
-        shape = op.input.shape
-        if op.axis is None:
-            outer, r, inner = 1, numel(shape), 1
-        else:
-            outer = numel(shape[:op.axis])
-            r, inner = shape[op.axis], numel(shape[op.axis + 1:])
-        combine = "sum" if op.op in ("sum", "mean") else op.op
-        src, src_dtype, total = handles[op.input.id], op.input.dtype, r
-        acc = DType.float32 if op.op == "mean" else src_dtype
-        while True:  # passes of REDUCE_CHUNK-element chunks until one chunk is left
-            chunks = max(1, -(-r // REDUCE_CHUNK))
-            final = chunks == 1
-            out = self.pool.acquire(outer * chunks * inner * 4, ordered=True)
-            divide = final and op.op == "mean"
-            key = ("reduce", combine, src_dtype, acc, divide)
-            wgsl = self._wgsl.get(key) or self._wgsl.setdefault(
-                key, render_reduce(combine, src_dtype, acc, divide, self.rt.workgroup))
-            self._simple(f"reduce_{op.op}", wgsl, src, out,
-                         [outer * chunks * inner, r, inner, REDUCE_CHUNK, total, 0, 0, 0])
-            if src is not handles[op.input.id]:
-                self.pool.retire(src)
-            if final:
-                break
-            src, src_dtype, r = out, acc, chunks
-        handles[op.out.id] = out
-
-    def _cat(self, op: CatOp, handles: Handles) -> None:
-        out = self.pool.acquire(numel(op.out.shape) * 4, ordered=True)
-        inner = numel(op.out.shape[op.axis + 1:])
-        out_row = op.out.shape[op.axis] * inner
-        wgsl = self._wgsl.get("cat") or self._wgsl.setdefault(
-            "cat", render_cat_slice(self.rt.workgroup))
-        offset = 0
-        for t in op.tensors:
-            row = t.shape[op.axis] * inner
-            self._simple("cat", wgsl, handles[t.id], out, [numel(t.shape), max(row, 1),
-                                                          out_row, offset])
-            offset += row
-        handles[op.out.id] = out
-
-    def _reshape(self, op: ReshapeOp, handles: Handles) -> None:
-        src: Buffer = handles[op.input.id]
-        out = self.pool.acquire(src.nbytes, ordered=True)
-        if src.nbytes:
-            self.rt.copy(self.batch, src.gpu, out.gpu, src.nbytes)
-        handles[op.out.id] = out
-
-    def _drop(self, op: DropOp, handles: Handles) -> None:
-        h = handles.pop(op.tensor.id, None)
-        if isinstance(h, Buffer):
-            self.release(h)

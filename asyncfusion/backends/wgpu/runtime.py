@@ -181,10 +181,10 @@ class Runtime:
         cp.dispatch_workgroups(*self.grid(threads))
         batch.dispatches += 1
 
-    def copy(self, batch: _Batch, src: Any, dst: Any, nbytes: int) -> None:
+    def copy(self, batch: _Batch, src: Any, dst: Any, nbytes: int, src_offset: int = 0) -> None:
         """Encode a buffer copy after everything encoded so far (ends the open pass)."""
         self._end_pass(batch)
-        self.encoder(batch).copy_buffer_to_buffer(src, 0, dst, 0, nbytes)
+        self.encoder(batch).copy_buffer_to_buffer(src, src_offset, dst, 0, nbytes)
 
     def _end_pass(self, batch: _Batch) -> None:
         if batch.cpass is not None:

@@ -1,14 +1,16 @@
-"""The intermediate representation: plain immutable records, apart from any execution.
+"""Operation records: plain immutable data, apart from any execution.
 
-A :class:`TensorIr` describes one tensor as an op sees it (id, shape, dtype, status).
-An operation record names its inputs and outputs as TensorIrs; the status of an input
-is ``ReadWrite`` when that op is the tensor's last use (the Python handle is gone), which
-is what lets fusion skip writing dead intermediates and reuse buffers in place.
+A :class:`TensorIr` describes one tensor as an op sees it (id, shape, dtype, status and
+layout). The status of an input is ``ReadWrite`` when that op is the tensor's last use
+(the Python handle is gone), which is what lets fusion skip writing dead intermediates
+and reuse buffers in place. ``layout`` is ``None`` for dense tensors (every kernel output)
+and the strided :class:`Layout` of a view otherwise.
 
 ``signature()`` renders an op *relative* to the segment it sits in: tensor ids are
 renumbered by first appearance and dimensions by equality class (a size of 1 stays
-literal, since broadcasting depends on it); scalar values are left out. Two runs of the
-same program therefore produce equal signatures and share one cached execution plan.
+literal, since broadcasting depends on it); scalar values, strides and offsets are left
+out (only whether a tensor is dense counts). Two runs of the same program therefore
+produce equal signatures and share one cached execution plan.
 """
 
 from __future__ import annotations
@@ -20,24 +22,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .dtype import DType
+from ..dtype import DType
+from ..primitives import PRIMITIVES, REDUCTIONS
+from .layout import Layout
 
-__all__ = [
-    "TensorStatus",
-    "TensorIr",
-    "ScalarIr",
-    "OperationIr",
-    "InitOp",
-    "ElementwiseOp",
-    "ReduceOp",
-    "CatOp",
-    "ReshapeOp",
-    "DropOp",
-    "ELEMENTWISE",
-    "ElementwiseSpec",
-    "REDUCTIONS",
-    "numel",
-]
+__all__ = ["TensorStatus", "TensorIr", "ScalarIr", "OperationIr", "InitOp", "ElementwiseOp",
+           "ReduceOp", "ViewOp", "CatOp", "DropOp", "Renumber", "numel"]
 
 
 class TensorStatus(enum.Enum):
@@ -63,9 +53,15 @@ class TensorIr:
     shape: tuple[int, ...]
     dtype: DType
     status: TensorStatus
+    layout: Layout | None = None  # None: dense (C order from offset 0)
 
     def __str__(self) -> str:
         return f"t{self.id}:{self.status.value}"
+
+    @property
+    def view(self) -> Layout:
+        """The layout, dense ones included."""
+        return self.layout if self.layout is not None else Layout.dense(self.shape)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,59 +71,7 @@ class ScalarIr:
     dtype: DType
 
 
-@dataclass(frozen=True, slots=True)
-class ElementwiseSpec:
-    """Front-end facts about one element-wise op: arity and dtype rule.
-
-    ``rule`` is one of: ``numeric`` (any non-bool dtype, result in the common dtype),
-    ``float`` (computed in float32), ``compare`` (common dtype in, bool out),
-    ``logical`` (bool in, bool out), ``where`` (bool condition, common dtype of the rest),
-    ``cast`` (one input, dtype given by the op's ``compute`` field).
-    """
-
-    arity: int
-    rule: str
-    title: str
-
-
-ELEMENTWISE: dict[str, ElementwiseSpec] = {
-    name: ElementwiseSpec(arity, rule, title)
-    for name, arity, rule, title in [
-        ("add", 2, "numeric", "Add"),
-        ("sub", 2, "numeric", "Sub"),
-        ("mul", 2, "numeric", "Mul"),
-        ("div", 2, "float", "Div"),
-        ("pow", 2, "numeric", "Powf"),
-        ("minimum", 2, "numeric", "Min"),
-        ("maximum", 2, "numeric", "Max"),
-        ("neg", 1, "numeric", "Neg"),
-        ("abs", 1, "numeric", "Abs"),
-        ("relu", 1, "numeric", "Relu"),
-        ("exp", 1, "float", "Exp"),
-        ("log", 1, "float", "Log"),
-        ("sqrt", 1, "float", "Sqrt"),
-        ("sin", 1, "float", "Sin"),
-        ("cos", 1, "float", "Cos"),
-        ("tanh", 1, "float", "Tanh"),
-        ("sigmoid", 1, "float", "Sigmoid"),
-        ("eq", 2, "compare", "Equal"),
-        ("ne", 2, "compare", "NotEqual"),
-        ("lt", 2, "compare", "Lower"),
-        ("le", 2, "compare", "LowerEqual"),
-        ("gt", 2, "compare", "Greater"),
-        ("ge", 2, "compare", "GreaterEqual"),
-        ("logical_and", 2, "logical", "And"),
-        ("logical_or", 2, "logical", "Or"),
-        ("logical_not", 1, "logical", "Not"),
-        ("where", 3, "where", "Where"),
-        ("cast", 1, "cast", "Cast"),
-    ]
-}
-
-REDUCTIONS = ("sum", "mean", "max", "min")
-
-
-class _Renumber:
+class Renumber:
     """Renumbers tensor ids and dimensions of one segment, collecting the real ids in order."""
 
     __slots__ = ("rel", "dims", "ids", "shapes")
@@ -148,7 +92,7 @@ class _Renumber:
             dims = self.dims
             shape = self.shapes[t.shape] = (
                 tuple(dims.setdefault(d, len(dims)) for d in t.shape), numel(t.shape) % 4 == 0)
-        return (r, t.status, t.dtype, shape)
+        return (r, t.status, t.dtype, shape, t.layout is None)
 
 
 class OperationIr:
@@ -166,10 +110,9 @@ class OperationIr:
     def title(self) -> str:
         return type(self).__name__.removesuffix("Op")
 
-    def signature(self, rn: _Renumber) -> tuple[Any, ...]:
+    def signature(self, rn: Renumber) -> tuple[Any, ...]:
         return (self.title(),) + tuple(rn.tensor(t) for t in self.inputs()) + tuple(
-            rn.tensor(t) for t in self.outputs()
-        )
+            rn.tensor(t) for t in self.outputs())
 
     def with_last_use(self, tid: int) -> OperationIr:
         """This op with every read of ``tid`` marked ReadWrite (its last use)."""
@@ -183,7 +126,7 @@ class OperationIr:
 
 def _rw(t: Any, tid: int) -> Any:
     if isinstance(t, TensorIr) and t.id == tid:
-        return TensorIr(t.id, t.shape, t.dtype, TensorStatus.READ_WRITE)
+        return dataclasses.replace(t, status=TensorStatus.READ_WRITE)
     return t
 
 
@@ -203,7 +146,7 @@ class InitOp(OperationIr):
 
 @dataclass(frozen=True, slots=True)
 class ElementwiseOp(OperationIr):
-    """One element-wise op; ``args`` mixes tensors and scalar placeholders.
+    """One element-wise primitive; ``args`` mixes tensors and scalar placeholders.
 
     ``compute`` is the dtype the op computes in (inputs are cast to it); the output
     dtype may differ (comparisons give bool).
@@ -223,12 +166,12 @@ class ElementwiseOp(OperationIr):
         return (self.out,)
 
     def title(self) -> str:
-        t = ELEMENTWISE[self.op].title
+        t = PRIMITIVES[self.op].title
         if self.scalars:
             t += "Scalar"
-        return f"{t}({self.compute.wgsl.upper()})"
+        return f"{t}({self.compute.short})"
 
-    def signature(self, rn: _Renumber) -> tuple[Any, ...]:
+    def signature(self, rn: Renumber) -> tuple[Any, ...]:
         args = tuple(rn.tensor(a) if isinstance(a, TensorIr) else a for a in self.args)
         return (self.op, self.compute, args, rn.tensor(self.out))
 
@@ -239,12 +182,40 @@ class ElementwiseOp(OperationIr):
 
 @dataclass(frozen=True, slots=True)
 class ReduceOp(OperationIr):
-    """Reduce ``input`` over one axis (``axis=None`` reduces everything)."""
+    """Reduce ``input`` over ``axes`` (sorted, at least one) with a registered reduction."""
 
     op: str
     input: TensorIr
-    axis: int | None
+    axes: tuple[int, ...]
     keepdims: bool
+    out: TensorIr
+    fusible: ClassVar[bool] = True
+
+    def inputs(self) -> tuple[TensorIr, ...]:
+        return (self.input,)
+
+    def outputs(self) -> tuple[TensorIr, ...]:
+        return (self.out,)
+
+    def title(self) -> str:
+        return REDUCTIONS[self.op].title + ("Dim" if len(self.axes) < len(self.input.shape)
+                                            else "")
+
+    def signature(self, rn: Renumber) -> tuple[Any, ...]:
+        return ("reduce", self.op, self.axes, self.keepdims, rn.tensor(self.input),
+                rn.tensor(self.out))
+
+    def with_last_use(self, tid: int) -> ReduceOp:
+        return dataclasses.replace(self, input=_rw(self.input, tid))
+
+
+@dataclass(frozen=True, slots=True)
+class ViewOp(OperationIr):
+    """``out`` is a view of ``input``'s storage: ``out.layout`` says where its elements
+    are. Costs no launch; kernels read the view through their index maps."""
+
+    kind: str  # what made it (reshape, permute, index, ...), for the trace
+    input: TensorIr
     out: TensorIr
 
     def inputs(self) -> tuple[TensorIr, ...]:
@@ -254,13 +225,12 @@ class ReduceOp(OperationIr):
         return (self.out,)
 
     def title(self) -> str:
-        return f"{self.op.capitalize()}Dim" if self.axis is not None else self.op.capitalize()
+        return f"View[{self.kind}]"
 
-    def signature(self, rn: _Renumber) -> tuple[Any, ...]:
-        return ("reduce", self.op, self.axis, self.keepdims, rn.tensor(self.input),
-                rn.tensor(self.out))
+    def signature(self, rn: Renumber) -> tuple[Any, ...]:
+        return ("view", rn.tensor(self.input), rn.tensor(self.out))
 
-    def with_last_use(self, tid: int) -> ReduceOp:
+    def with_last_use(self, tid: int) -> ViewOp:
         return dataclasses.replace(self, input=_rw(self.input, tid))
 
 
@@ -278,7 +248,7 @@ class CatOp(OperationIr):
     def outputs(self) -> tuple[TensorIr, ...]:
         return (self.out,)
 
-    def signature(self, rn: _Renumber) -> tuple[Any, ...]:
+    def signature(self, rn: Renumber) -> tuple[Any, ...]:
         return ("cat", self.axis) + tuple(rn.tensor(t) for t in self.tensors) + (
             rn.tensor(self.out),)
 
@@ -287,25 +257,8 @@ class CatOp(OperationIr):
 
 
 @dataclass(frozen=True, slots=True)
-class ReshapeOp(OperationIr):
-    """Same elements, another shape (a copy on the device; contiguous layout throughout)."""
-
-    input: TensorIr
-    out: TensorIr
-
-    def inputs(self) -> tuple[TensorIr, ...]:
-        return (self.input,)
-
-    def outputs(self) -> tuple[TensorIr, ...]:
-        return (self.out,)
-
-    def with_last_use(self, tid: int) -> ReshapeOp:
-        return dataclasses.replace(self, input=_rw(self.input, tid))
-
-
-@dataclass(frozen=True, slots=True)
 class DropOp(OperationIr):
-    """The Python handle of ``tensor`` is gone: its buffer may be freed, or never written.
+    """The Python handle of ``tensor`` is gone: its storage may be freed, or never written.
 
     ``tensor`` is the record its producer made; a drop is always the tensor's last use.
     """
@@ -318,7 +271,7 @@ class DropOp(OperationIr):
     def describe(self) -> str:
         return f"Drop in=[t{self.tensor.id}:{TensorStatus.READ_WRITE.value}] out=[]"
 
-    def signature(self, rn: _Renumber) -> tuple[Any, ...]:
+    def signature(self, rn: Renumber) -> tuple[Any, ...]:
         return ("Drop", rn.tensor(self.tensor)[0])
 
     def outputs(self) -> tuple[TensorIr, ...]:

@@ -1,0 +1,350 @@
+"""WGSL from the kernel IR, piece by piece: declarations, index maps, body, reduction.
+
+Primitive expressions come from the registry's WGSL rules; this module only lays out the
+kernel around them. Sizes, strides, offsets and scalars are never literals: they are
+read from the uniform ``params`` block (see :func:`param_words`), so one text serves every
+size. Element-wise kernels run a thread per element (or per ``vec4``); reduction kernels
+give each output row ``tpr`` threads of a workgroup, fold in registers, combine in
+workgroup memory as a tree, then run the epilogue (OUT) and, when there is one, a second
+pass over the row (POST).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...dtype import DType
+from ...kernel import Arg, Kernel, LaunchArgs, Level
+from ...primitives import HELPERS, PRIMITIVES, REDUCTIONS, STORAGE_TYPE, WGSL_TYPE, Ty, isnan
+
+__all__ = ["render", "param_words", "HEAD_WORDS", "INNER_STEPS"]
+
+HEAD_WORDS = 4  # n, n_red, threads per row, rows per workgroup
+INNER_STEPS = 1024  # lavapipe stops loops at 65,535 iterations: nest them
+
+
+def param(word: int) -> str:
+    return f"params.w[{word // 4}][{word % 4}]"
+
+
+def param_words(kernel: Kernel, args: LaunchArgs, head: tuple[int, int, int, int]) -> list[int]:
+    """The uniform words of one launch: head, the index space, each map's offset and
+    strides (as two's-complement u32), then the scalars' bits."""
+    words = list(head) + list(args.shape)
+    for offset, strides in args.maps:
+        words.append(offset & 0xFFFFFFFF)
+        words.extend(s & 0xFFFFFFFF for s in strides)
+    for dt, value in zip(kernel.scalars, args.scalars, strict=True):
+        if dt is DType.bool:
+            words.append(int(bool(value)))
+        else:
+            words.append(int(np.array(value, dtype=dt.np).view(np.uint32)))
+    return words
+
+
+class _Writer:
+    def __init__(self, kernel: Kernel, workgroup: int) -> None:
+        self.k = kernel
+        self.wg = workgroup
+        self.v4 = kernel.vec4
+        self.lines: list[str] = []
+        rank = kernel.rank
+        maps = [i for i, ld in enumerate(kernel.loads) if not ld.dense]
+        self.load_map = {k: HEAD_WORDS + rank + n * (rank + 1) for n, k in enumerate(maps)}
+        stores = [j for j, st in enumerate(kernel.stores) if not st.dense]
+        first = HEAD_WORDS + rank + len(maps) * (rank + 1)
+        self.store_map = {j: first + n * (rank + 1) for n, j in enumerate(stores)}
+        self.scalar_word = first + len(stores) * (rank + 1)
+        self.words = self.scalar_word + len(kernel.scalars)
+        self.written = {st.inplace for st in kernel.stores if st.inplace is not None}
+
+    def emit(self, line: str, depth: int = 1) -> None:
+        self.lines.append("  " * depth + line)
+
+    # -- declarations --------------------------------------------------------------------
+    def declare(self) -> None:
+        k = self.k
+        self.emit(f"struct Params {{ w: array<vec4<u32>, {(self.words + 3) // 4}> }}", 0)
+        self.emit("@group(0) @binding(0) var<uniform> params: Params;", 0)
+        binding = 1
+        for i, ld in enumerate(k.loads):
+            st = STORAGE_TYPE[ld.dtype]
+            if self.v4 and ld.dense:
+                st = f"vec4<{st}>"
+            access = "read_write" if i in self.written else "read"
+            self.emit(f"@group(0) @binding({binding}) var<storage, {access}> in{i}: "
+                      f"array<{st}>;", 0)
+            binding += 1
+        for j, st in enumerate(k.stores):
+            if st.inplace is not None:
+                continue
+            t = STORAGE_TYPE[st.dtype]
+            if self.v4:
+                t = f"vec4<{t}>"
+            self.emit(f"@group(0) @binding({binding}) var<storage, read_write> out{j}: "
+                      f"array<{t}>;", 0)
+            binding += 1
+        helpers = {h for i in k.body for h in PRIMITIVES[i.op].helpers}
+        for h in sorted(helpers):
+            self.lines.append(HELPERS[h].rstrip())
+
+    # -- values --------------------------------------------------------------------------
+    def dtype_of(self, a: Arg) -> DType:
+        k = self.k
+        if a.kind == "in":
+            return k.loads[a.index].dtype
+        if a.kind == "v":
+            return k.body[a.index].out
+        if a.kind == "r":
+            assert k.reduce is not None
+            return k.reduce.out
+        return k.scalars[a.index]
+
+    def expr(self, a: Arg) -> str:
+        if a.kind == "in":
+            return f"a{a.index}"
+        if a.kind == "v":
+            return f"v{a.index}"
+        if a.kind == "r":
+            return "res"
+        dt = self.k.scalars[a.index]
+        raw = param(self.scalar_word + a.index)
+        s = {DType.float32: f"bitcast<f32>({raw})", DType.int32: f"bitcast<i32>({raw})",
+             DType.uint32: raw, DType.bool: f"({raw} != 0u)"}[dt]
+        return Ty(dt, self.v4).const(s) if self.v4 else s
+
+    def index(self, word: int, dims: range | list[int]) -> str:
+        terms = [f"bitcast<i32>({param(word)})"]
+        terms += [f"i32(c{d}) * bitcast<i32>({param(word + 1 + d)})" for d in dims]
+        return f"u32({' + '.join(terms)})"
+
+    def load(self, i: int, depth: int, dims: range | list[int]) -> None:
+        ld = self.k.loads[i]
+        if ld.dense:
+            raw = f"in{i}[i]"
+        elif self.v4:  # a single broadcast element
+            raw = f"vec4<{STORAGE_TYPE[ld.dtype]}>(in{i}[{self.index(self.load_map[i], [])}])"
+        else:
+            raw = f"in{i}[{self.index(self.load_map[i], dims)}]"
+        if ld.dtype is DType.bool:
+            raw = f"({raw} != {'vec4<u32>(0u)' if self.v4 else '0u'})"
+        self.emit(f"let a{i} = {raw};", depth)
+
+    def instr(self, j: int, depth: int) -> None:
+        ins = self.k.body[j]
+        ty = Ty(ins.compute, self.v4)
+        args: list[str] = []
+        for a in ins.args:
+            e = self.expr(a)
+            as_is = ins.op == "cast" or (ins.op == "where" and not args)  # rule converts
+            if self.dtype_of(a) is not ins.compute and not as_is:
+                e = f"{ty.t}({e})"
+            args.append(e)
+        self.emit(f"let v{j} = {PRIMITIVES[ins.op].wgsl(args, ty)};", depth)
+
+    def store(self, j: int, index: str, depth: int) -> None:
+        st = self.k.stores[j]
+        e = self.expr(st.value)
+        if self.dtype_of(st.value) is not st.dtype:
+            e = f"{Ty(st.dtype, self.v4).t}({e})"
+        if st.dtype is DType.bool:
+            e = (f"select(vec4<u32>(0u), vec4<u32>(1u), {e})" if self.v4
+                 else f"select(0u, 1u, {e})")
+        name = f"in{st.inplace}" if st.inplace is not None else f"out{j}"
+        self.emit(f"{name}[{index}] = {e};", depth)
+
+    def level(self, level: Level, depth: int, dims: range | list[int],
+              loads: tuple[Level, ...]) -> None:
+        """Emit the loads and instructions of ``level`` (in body order)."""
+        needed = {a.index for ins in self.k.body if ins.level is level or
+                  (level is Level.POST and ins.level is Level.ROW)
+                  for a in ins.args if a.kind == "in"}
+        if self.k.reduce is not None and level is Level.ROW and self.k.reduce.value.kind == "in":
+            needed.add(self.k.reduce.value.index)
+        needed |= {st.value.index for st in self.k.stores
+                   if st.level is level and st.value.kind == "in"}
+        for i in sorted(needed):
+            if self.k.loads[i].level in loads:
+                self.load(i, depth, dims)
+        for j, ins in enumerate(self.k.body):
+            if ins.level is level or (level is Level.POST and ins.level is Level.ROW):
+                self.instr(j, depth)
+
+    def coords(self, dims: list[int], var: str, depth: int) -> None:
+        """``c{d}`` for ``dims`` (last fastest) from the linear index ``var``."""
+        if not dims:
+            return
+        self.emit(f"var q_{var} = {var};", depth)
+        for d in reversed(dims[1:]):
+            w = param(HEAD_WORDS + d)
+            self.emit(f"let c{d} = q_{var} % {w}; q_{var} = q_{var} / {w};", depth)
+        self.emit(f"let c{dims[0]} = q_{var};", depth)
+
+    # -- element-wise schedule -----------------------------------------------------------
+    def elementwise(self) -> None:
+        k = self.k
+        self.emit(f"@compute @workgroup_size({self.wg})", 0)
+        self.emit("fn main(@builtin(global_invocation_id) gid: vec3<u32>, "
+                  "@builtin(num_workgroups) nwg: vec3<u32>) {", 0)
+        self.emit(f"let i = gid.x + gid.y * nwg.x * {self.wg}u;")
+        self.emit(f"if (i >= {param(0)}) {{ return; }}")
+        strided = any(not ld.dense for ld in k.loads) or any(not s.dense for s in k.stores)
+        dims = list(range(k.rank))
+        if strided and not self.v4:
+            self.coords(dims, "i", 1)
+        self.level(Level.ROW, 1, dims, (Level.ROW,))
+        for j, st in enumerate(k.stores):
+            self.store(j, "i" if st.dense else self.index(self.store_map[j], dims), 1)
+        self.emit("}", 0)
+
+    # -- reduction schedule --------------------------------------------------------------
+    def reduction(self) -> None:
+        k = self.k
+        red = k.reduce
+        assert red is not None
+        spec = REDUCTIONS[red.op]
+        acc_t = WGSL_TYPE[red.acc]
+        wg = self.wg
+        kept = [d for d, r in enumerate(k.reduced) if not r]
+        folded = [d for d, r in enumerate(k.reduced) if r]
+        shared = sorted({a for ins in k.body if ins.level is Level.POST for a in ins.args
+                         if a.kind == "r" or (a.kind == "v" and k.body[a.index].level is
+                                              Level.OUT)}, key=lambda a: (a.kind, a.index))
+        self.emit(f"var<workgroup> red_v: array<{acc_t}, {wg}>;", 0)
+        if spec.arg:
+            self.emit(f"var<workgroup> red_i: array<u32, {wg}>;", 0)
+        for a in shared:
+            self.emit(f"var<workgroup> sh_{self.expr(a)}: array<{STORAGE_TYPE[self.dtype_of(a)]}"
+                      f", {wg}>;", 0)
+        if spec.arg:
+            self._better(red.acc, spec.name == "argmax")
+        self.emit(f"@compute @workgroup_size({wg})", 0)
+        self.emit("fn main(@builtin(local_invocation_index) lid: u32, "
+                  "@builtin(workgroup_id) wid: vec3<u32>, "
+                  "@builtin(num_workgroups) nwg: vec3<u32>) {", 0)
+        self.emit(f"let n_out = {param(0)};")
+        self.emit(f"let n_red = {param(1)};")
+        self.emit(f"let tpr = {param(2)};")
+        self.emit(f"let slot = lid / tpr;")
+        self.emit("let lane = lid % tpr;")
+        self.emit(f"let row = (wid.x + wid.y * nwg.x) * {param(3)} + slot;")
+        self.emit("let valid = row < n_out;")
+        assert spec.identity is not None
+        self.emit(f"var acc: {acc_t} = {spec.identity(red.acc)};")
+        if spec.arg:
+            self.emit("var acc_i: u32 = 0xffffffffu;")
+        self.emit("if (valid) {")
+        self.coords(kept, "row", 2)
+        self._row_loop(2, folded, lambda d: self._fold(spec.arg, d))
+        self.emit("}")
+        self.emit("red_v[lid] = acc;")
+        if spec.arg:
+            self.emit("red_i[lid] = acc_i;")
+        self.emit("workgroupBarrier();")
+        self.emit("for (var s = tpr / 2u; s > 0u; s = s / 2u) {")
+        self.emit("if (lane < s) {", 2)
+        if spec.arg:
+            self.emit("if (af_better(red_v[lid + s], red_i[lid + s], red_v[lid], red_i[lid])) {",
+                      3)
+            self.emit("red_v[lid] = red_v[lid + s]; red_i[lid] = red_i[lid + s];", 4)
+            self.emit("}", 3)
+        else:
+            assert spec.combine is not None
+            self.emit(f"red_v[lid] = {spec.combine('red_v[lid]', 'red_v[lid + s]', red.acc)};",
+                      3)
+        self.emit("}", 2)
+        self.emit("workgroupBarrier();", 2)
+        self.emit("}")
+        self.emit("if (valid && lane == 0u) {")
+        self.coords(kept, "row", 2)
+        for d in folded:
+            self.emit(f"let c{d} = 0u;", 2)
+        if spec.arg:
+            res = "i32(red_i[lid])"
+        elif red.out is DType.bool:
+            res = "(red_v[lid] != 0u)"
+        else:
+            res = "red_v[lid]"
+        self.emit(f"let res = {res};", 2)
+        self.level(Level.OUT, 2, list(range(k.rank)), (Level.OUT,))
+        for j, st in enumerate(k.stores):
+            if st.level is Level.OUT:
+                self.store(j, "row", 2)
+        for a in shared:
+            e = self.expr(a)
+            val = f"select(0u, 1u, {e})" if self.dtype_of(a) is DType.bool else e
+            self.emit(f"sh_{e}[slot] = {val};", 2)
+        self.emit("}")
+        if any(ins.level is Level.POST for ins in k.body):
+            self.emit("workgroupBarrier();")
+            self.emit("if (valid) {")
+            self.coords(kept, "row", 2)
+            for a in shared:
+                e = self.expr(a)
+                val = f"sh_{e}[slot]"
+                if self.dtype_of(a) is DType.bool:
+                    val = f"({val} != 0u)"
+                self.emit(f"let {e} = {val};", 2)
+            self._row_loop(2, folded, self._post)
+            self.emit("}")
+        self.emit("}", 0)
+
+    def _row_loop(self, depth: int, folded: list[int], inner: object) -> None:
+        self.emit(f"for (var r0 = lane; r0 < n_red; r0 = r0 + tpr * {INNER_STEPS}u) {{", depth)
+        self.emit(f"let r1 = min(n_red, r0 + tpr * {INNER_STEPS}u);", depth + 1)
+        self.emit("for (var r = r0; r < r1; r = r + tpr) {", depth + 1)
+        self.coords(folded, "r", depth + 2)
+        inner(depth + 2)  # type: ignore[operator]
+        self.emit("}", depth + 1)
+        self.emit("}", depth)
+
+    def _row_stores(self, level: Level, depth: int) -> None:
+        for j, st in enumerate(self.k.stores):
+            if st.level is level:
+                self.store(j, self.index(self.store_map[j], range(self.k.rank)), depth)
+
+    def _fold(self, arg: bool, depth: int) -> None:
+        k = self.k
+        red = k.reduce
+        assert red is not None
+        self.level(Level.ROW, depth, range(k.rank), (Level.ROW,))
+        self._row_stores(Level.ROW, depth)
+        x = self.expr(red.value)
+        if red.src is DType.bool:
+            x = f"select(0u, 1u, {x})"
+        elif red.src is not red.acc:
+            x = f"{WGSL_TYPE[red.acc]}({x})"
+        if arg:
+            self.emit(f"if (af_better({x}, r, acc, acc_i)) {{ acc = {x}; acc_i = r; }}", depth)
+        else:
+            spec = REDUCTIONS[red.op]
+            assert spec.combine is not None
+            self.emit(f"acc = {spec.combine('acc', x, red.acc)};", depth)
+
+    def _post(self, depth: int) -> None:
+        self.level(Level.POST, depth, range(self.k.rank), (Level.ROW, Level.POST))
+        self._row_stores(Level.POST, depth)
+
+    def _better(self, dt: DType, greater: bool) -> None:
+        """``af_better(x, xi, a, ai)``: does (x, xi) beat (a, ai)? NaN first, then the
+        larger (smaller) value, then the lower index — numpy's argmax/argmin."""
+        t = WGSL_TYPE[dt]
+        cmp = ">" if greater else "<"
+        self.emit(f"fn af_better(x: {t}, xi: u32, a: {t}, ai: u32) -> bool {{", 0)
+        if dt is DType.float32:
+            self.emit(f"let xn = {isnan('x', False)};")
+            self.emit(f"let an = {isnan('a', False)};")
+            self.emit("if (xn || an) { return xn && (!an || xi < ai); }")
+        self.emit(f"return x {cmp} a || (x == a && xi < ai);")
+        self.emit("}", 0)
+
+
+def render(kernel: Kernel, workgroup: int) -> str:
+    """The WGSL text of one kernel."""
+    w = _Writer(kernel, workgroup)
+    w.declare()
+    if kernel.reduce is None:
+        w.elementwise()
+    else:
+        w.reduction()
+    return "\n".join(w.lines) + "\n"

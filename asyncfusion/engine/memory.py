@@ -1,0 +1,90 @@
+"""The one owner of device memory: tensor id -> reference-counted storage.
+
+A storage is one backend buffer. Kernel outputs and uploads create one; a view binds its
+tensor id to the storage it views (one more reference), so a view keeps its base's data
+alive after the base's handle is gone. Only :meth:`Memory.release` gives buffers back, and
+only when the last tensor bound to a storage is released. Backends allocate, launch and
+read; they never see this table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..backends.base import Backend, Buffer
+
+__all__ = ["Memory", "Poison", "Storage"]
+
+
+class Poison:
+    """Stands in the table for a tensor whose computation failed."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+class Storage:
+    __slots__ = ("buffer", "refs")
+
+    def __init__(self, buffer: Buffer) -> None:
+        self.buffer = buffer
+        self.refs = 0
+
+
+class Memory:
+    """Owned by the executor thread (one round at a time)."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self.table: dict[int, Storage | Poison] = {}
+
+    def __contains__(self, tid: int) -> bool:
+        return tid in self.table
+
+    def get(self, tid: int) -> Storage | Poison | None:
+        return self.table.get(tid)
+
+    def storage(self, tid: int) -> Storage:
+        s = self.table[tid]
+        assert isinstance(s, Storage)
+        return s
+
+    def poisoned(self, ids: Iterable[int]) -> Poison | None:
+        table = self.table
+        for tid in ids:
+            h = table.get(tid)
+            if type(h) is Poison:
+                return h
+        return None
+
+    def bind(self, tid: int, storage: Storage) -> None:
+        """``tid`` now refers to ``storage`` (a new tensor or a view)."""
+        self.release(tid)
+        storage.refs += 1
+        self.table[tid] = storage
+
+    def allocate(self, tid: int, nbytes: int) -> Storage:
+        storage = Storage(self.backend.alloc(nbytes))
+        self.bind(tid, storage)
+        return storage
+
+    def poison(self, tid: int, poison: Poison) -> None:
+        self.release(tid)
+        self.table[tid] = poison
+
+    def move(self, src: int, dst: int) -> None:
+        """Hand ``src``'s storage to ``dst`` (an output written in place of its input)."""
+        self.table[dst] = self.table.pop(src)
+
+    def release(self, tid: int) -> None:
+        h = self.table.pop(tid, None)
+        if type(h) is Storage:
+            h.refs -= 1
+            if h.refs == 0:
+                self.backend.free(h.buffer)
+
+    def release_all(self) -> None:
+        for tid in list(self.table):
+            self.release(tid)

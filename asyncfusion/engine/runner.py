@@ -1,0 +1,68 @@
+"""``Fusion`` and ``Plain``: run a segment of queued ops through a cached plan.
+
+``Fusion(backend)`` explores each new relative signature into fused kernels once and
+replays the stored plan afterwards (no exploring, no lowering, no WGSL). ``Plain`` builds
+plans of one kernel per op — the seed's ``dispatch<cubecl<wgpu>>`` — through the same
+cache, so the two differ only in what the explorer may fuse.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from ..backends.base import Backend
+from ..fusers import ElementwiseFuser, Fuser, ReduceFuser
+from ..ir import OperationIr, Renumber
+from ..trace import Counters
+from .explorer import explore
+from .memory import Memory
+from .plan import Context, Step, single_step
+
+__all__ = ["Runner", "Fusion", "Plain"]
+
+
+class Runner:
+    fuse = False
+
+    def __init__(self, backend: Backend, counters: Counters, max_ops: int = 64,
+                 max_plans: int = 4096) -> None:
+        self.backend = backend
+        self.counters = counters
+        self.max_plans = max_plans
+        self.plans: OrderedDict[tuple[Any, ...], list[Step]] = OrderedDict()
+        self.fusers: list[Fuser] = [ElementwiseFuser(backend.max_storage_bindings, max_ops),
+                                    ReduceFuser(backend.max_storage_bindings, max_ops)]
+
+    def plan(self, ops: list[OperationIr], rel: dict[int, int]) -> list[Step]:
+        if self.fuse:
+            return explore(ops, self.fusers, rel)
+        return [single_step(ops, i, rel) for i in range(len(ops))]
+
+    def run(self, ops: list[OperationIr], memory: Memory) -> None:
+        rn = Renumber()
+        key = tuple(op.signature(rn) for op in ops)
+        plan = self.plans.get(key)
+        if plan is None:
+            self.counters.plan_cache_misses += 1
+            plan = self.plan(ops, rn.rel)
+            if len(self.plans) >= self.max_plans:
+                self.plans.popitem(last=False)
+            self.plans[key] = plan
+        else:
+            self.counters.plan_cache_hits += 1
+            self.plans.move_to_end(key)
+        ctx = Context(memory, self.counters)
+        ids = rn.ids
+        for step in plan:
+            step.run(ops, ids, ctx)
+
+
+class Fusion(Runner):
+    """The seed's ``dispatch<fusion<cubecl<wgpu>>>``: fused kernels, cached plans."""
+
+    fuse = True
+
+
+class Plain(Runner):
+    """One kernel per op, in order."""

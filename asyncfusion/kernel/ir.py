@@ -1,0 +1,146 @@
+"""The kernel IR: one backend-neutral description of every kernel fusers produce.
+
+A :class:`Kernel` iterates over a canonical index space of ``rank`` dimensions (the
+shape of its element-wise work, or the input shape of its reduction). It reads inputs
+through :class:`Load` index maps, computes a straight-line body of :class:`Instr` on
+registers, optionally folds one value with a :class:`Reduce`, and writes values through
+:class:`Store` index maps. Each instruction has a *level*:
+
+* ``ROW`` — one value per element of the index space (element-wise work, and the
+  prologue that feeds a reduction: fused on read);
+* ``OUT`` — one value per output of the reduction (its epilogue: fused on write);
+* ``POST`` — one value per element again, after the reduction, reading ``OUT`` values
+  broadcast along the reduced axes (``x / x.sum(-1, keepdims=True)`` in one kernel).
+
+A kernel is pure structure — no sizes, strides or values — so equal kernels render to
+the same WGSL and share one compiled pipeline. Sizes, strides, offsets and scalars come
+with each launch as :class:`LaunchArgs`.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from ..dtype import DType
+
+__all__ = ["Level", "Arg", "Load", "Instr", "Reduce", "Store", "Kernel", "LaunchArgs"]
+
+
+class Level(enum.IntEnum):
+    ROW = 0
+    OUT = 1
+    POST = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Arg:
+    """An operand: ``in`` (load k), ``v`` (body value k), ``s`` (scalar k) or ``r`` (the
+    reduction's result)."""
+
+    kind: str
+    index: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """One bound input read at ``level``. ``dense``: element ``i`` of the index space is
+    word ``i`` of the buffer (vec4-able); otherwise offset + sum(coord * stride)."""
+
+    dtype: DType
+    dense: bool
+    level: Level = Level.ROW
+
+
+@dataclass(frozen=True, slots=True)
+class Instr:
+    """``v{k} = op(args)`` computed in ``compute``, giving ``out``."""
+
+    op: str
+    compute: DType
+    out: DType
+    args: tuple[Arg, ...]
+    level: Level = Level.ROW
+
+
+@dataclass(frozen=True, slots=True)
+class Reduce:
+    """Fold ``value`` (a ROW operand) over the reduced axes with a registered reduction."""
+
+    op: str
+    value: Arg
+    src: DType
+    acc: DType
+    out: DType
+
+
+@dataclass(frozen=True, slots=True)
+class Store:
+    """Write ``value`` (of ``level``) as ``dtype``. ``dense``: to word ``i`` of a fresh
+    buffer (or of input ``inplace``'s buffer); otherwise through offset + strides."""
+
+    value: Arg
+    dtype: DType
+    level: Level = Level.ROW
+    dense: bool = True
+    inplace: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    rank: int
+    loads: tuple[Load, ...]
+    body: tuple[Instr, ...]
+    stores: tuple[Store, ...]
+    scalars: tuple[DType, ...]
+    reduce: Reduce | None = None
+    reduced: tuple[bool, ...] = ()  # per dimension of the index space: folded?
+    vec4: bool = False
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Kernels key the backend caches on every launch: hash the deep structure once.
+        object.__setattr__(self, "_hash", hash((
+            self.rank, self.loads, self.body, self.stores, self.scalars, self.reduce,
+            self.reduced, self.vec4)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    @property
+    def storage_bindings(self) -> int:
+        return len(self.loads) + sum(1 for s in self.stores if s.inplace is None)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The primitives it runs, in order (for launch names and fault injection)."""
+        ops = [i.op for i in self.body if i.level is Level.ROW]
+        if self.reduce is not None:
+            ops.append(self.reduce.op)
+        ops += [i.op for i in self.body if i.level is not Level.ROW]
+        return tuple(ops) or ("copy",)
+
+    @property
+    def title(self) -> str:
+        kind = "reduce" if self.reduce is not None else "elementwise"
+        return f"{kind}[{' '.join(self.names)}]"
+
+    def without_inplace(self) -> Kernel:
+        """The same kernel writing every output to a fresh buffer."""
+        stores = tuple(Store(s.value, s.dtype, s.level, s.dense, None) for s in self.stores)
+        return Kernel(self.rank, self.loads, self.body, stores, self.scalars, self.reduce,
+                      self.reduced, self.vec4)
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchArgs:
+    """The sizes and values of one launch.
+
+    ``shape`` is the index space; ``maps`` gives (offset, strides) per non-dense load and
+    then per non-dense store, in order, each stride per index-space dimension (0 along
+    broadcast dimensions and, for OUT loads, along reduced ones).
+    """
+
+    shape: tuple[int, ...]
+    maps: tuple[tuple[int, tuple[int, ...]], ...]
+    scalars: tuple[float | int | bool, ...]

@@ -1,0 +1,167 @@
+"""Lowering a block of op records to one :class:`Kernel` plus where its data comes from.
+
+Fusers decide which ops share a kernel and at which level each runs; :func:`lower` turns
+that decision into the kernel and a :class:`Lowered` record: the tensor ids behind each
+load and store, how each non-dense load lines up with the index space (``align``), which
+tensors die with the kernel, and where each scalar comes from. Everything here depends
+only on the block's relative signature, so a plan stores it once and replays it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..dtype import DType
+from ..ir import DropOp, ElementwiseOp, OperationIr, ReduceOp, ScalarIr, TensorIr, TensorStatus
+from ..primitives import REDUCTIONS
+from .ir import Arg, Instr, Kernel, Level, Load, Reduce, Store
+
+__all__ = ["Lowered", "lower", "align_to", "copy_kernel"]
+
+Align = tuple[int, ...]  # per index-space dimension: the tensor's dimension, or -1
+
+
+@dataclass(frozen=True, slots=True)
+class Lowered:
+    kernel: Kernel
+    inputs: tuple[int, ...]  # tensor id per load
+    outputs: tuple[int, ...]  # tensor id per store
+    load_align: tuple[Align | None, ...]  # None for dense loads
+    load_refs: tuple[tuple[int, int], ...]  # (op position, input index) of each load
+    store_align: tuple[Align | None, ...]  # None for dense stores
+    frees: tuple[int, ...]
+    scalar_refs: tuple[tuple[int, int], ...]  # (op position in the block, scalar index)
+    shape_from: tuple[int, bool]  # (op position, True: its input, False: its output)
+
+
+def align_to(shape: tuple[int, ...], space: tuple[int, ...]) -> Align:
+    """Right-aligned numpy broadcasting of ``shape`` onto ``space``."""
+    pad = len(space) - len(shape)
+    return tuple(-1 if d < pad or shape[d - pad] == 1 else d - pad for d in range(len(space)))
+
+
+def _out_align(shape: tuple[int, ...], out_shape: tuple[int, ...],
+               reduced: tuple[bool, ...]) -> Align:
+    """Align a tensor read by an OUT-level op (whose result has ``out_shape``: the
+    reduction's output, kept dims or not) onto the full index space."""
+    inner = align_to(shape, out_shape)
+    if len(out_shape) == len(reduced):
+        return tuple(-1 if r else a for a, r in zip(inner, reduced, strict=True))
+    kept = iter(inner)
+    return tuple(-1 if r else next(kept) for r in reduced)
+
+
+def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
+          reduced: tuple[bool, ...] = (), *, inplace: bool = True) -> Lowered:
+    """One kernel for ``block`` (element-wise ops, at most one reduction, drops), each op
+    at the level the fuser chose. An op's output is stored unless it dies inside the
+    block (read for the last time there, or dropped)."""
+    rank = len(space)
+    values: dict[int, tuple[Arg, Level, DType]] = {}
+    load_slot: dict[tuple[int, Level], int] = {}
+    loads: list[Load] = []
+    load_ids: list[int] = []
+    load_align: list[Align | None] = []
+    load_refs: list[tuple[int, int]] = []
+    body: list[Instr] = []
+    scalars: list[DType] = []
+    scalar_refs: list[tuple[int, int]] = []
+    reduce: Reduce | None = None
+    reduce_out: tuple[int, ...] = ()
+    dead: set[int] = set()
+    dropped: set[int] = set()
+    shape_from = (0, False)
+
+    def load(t: TensorIr, level: Level, out_shape: tuple[int, ...], pos: int,
+             op: OperationIr) -> Arg:
+        key = (t.id, level)
+        slot = load_slot.get(key)
+        if slot is None:
+            slot = load_slot[key] = len(loads)
+            load_refs.append((pos, [i.id for i in op.inputs()].index(t.id)))
+            dense = not reduced and t.layout is None and t.shape == space
+            loads.append(Load(t.dtype, dense, level))
+            load_ids.append(t.id)
+            if dense:
+                load_align.append(None)
+            elif level is Level.OUT:
+                load_align.append(_out_align(t.shape, out_shape, reduced))
+            else:
+                load_align.append(align_to(t.shape, space))
+        return Arg("in", slot)
+
+    for pos, (op, level) in enumerate(zip(block, levels, strict=True)):
+        if isinstance(op, DropOp):
+            dropped.add(op.tensor.id)
+            continue
+        for t in op.inputs():
+            if t.status is TensorStatus.READ_WRITE:
+                dead.add(t.id)
+        if isinstance(op, ReduceOp):
+            src = values[op.input.id][0] if op.input.id in values else load(
+                op.input, Level.ROW, space, pos, op)
+            red = REDUCTIONS[op.op]
+            reduce = Reduce(op.op, src, op.input.dtype, red.acc_dtype(op.input.dtype),
+                            op.out.dtype)
+            values[op.out.id] = (Arg("r"), Level.OUT, op.out.dtype)
+            reduce_out = op.out.shape
+            shape_from = (pos, True)
+            continue
+        assert isinstance(op, ElementwiseOp)
+        if reduce is None:
+            shape_from = (pos, False)
+        args: list[Arg] = []
+        k = 0
+        for a in op.args:
+            if isinstance(a, ScalarIr):
+                args.append(Arg("s", len(scalars)))
+                scalars.append(a.dtype)
+                scalar_refs.append((pos, k))
+                k += 1
+            elif a.id in values:
+                args.append(values[a.id][0])
+            else:
+                args.append(load(a, level, reduce_out if level is Level.OUT else space, pos, op))
+        values[op.out.id] = (Arg("v", len(body)), level, op.out.dtype)
+        body.append(Instr(op.op, op.compute, op.out.dtype, tuple(args), level))
+
+    dead |= dropped
+    stores: list[Store] = []
+    store_ids: list[int] = []
+    store_align: list[Align | None] = []
+    donors = [s for s, tid in enumerate(load_ids)
+              if inplace and not reduced and tid in dead and loads[s].dense]
+    for tid, (arg, level, dtype) in values.items():
+        if tid in dead:
+            continue
+        slot = None
+        dense = not reduced or level is Level.OUT
+        if dense:
+            slot = next((s for s in donors if loads[s].dtype.storage_np == dtype.storage_np),
+                        None)
+            if slot is not None:
+                donors.remove(slot)
+        stores.append(Store(arg, dtype, level, dense, slot))
+        store_ids.append(tid)
+        store_align.append(None if dense else tuple(range(rank)))
+    lent = {s.inplace for s in stores if s.inplace is not None}
+    frees = tuple(tid for s, tid in enumerate(load_ids) if tid in dead and s not in lent)
+    frees += tuple(tid for tid in dropped if tid not in values and tid not in load_ids)
+
+    n = 1
+    for d in space:
+        n *= d
+    vec4 = (not reduced and n > 0 and n % 4 == 0 and all(s.dense for s in stores)
+            and all(ld.dense or all(a == -1 for a in al or ())
+                    for ld, al in zip(loads, load_align, strict=True)))
+    kernel = Kernel(rank, tuple(loads), tuple(body), tuple(stores), tuple(scalars), reduce,
+                    reduced, vec4)
+    return Lowered(kernel, tuple(load_ids), tuple(store_ids), tuple(load_align),
+                   tuple(load_refs), tuple(store_align), tuple(dict.fromkeys(frees)), tuple(scalar_refs),
+                   shape_from)
+
+
+def copy_kernel(dtype: DType, rank: int, dense_load: bool) -> Kernel:
+    """Copy a tensor into a strided window of another storage (``cat``'s pieces)."""
+    return Kernel(rank, (Load(dtype, dense_load),), (), (Store(Arg("in", 0), dtype, Level.ROW,
+                                                               False),), ())

@@ -1,0 +1,408 @@
+"""The primitive registry: one entry per element-wise primitive and per reduction.
+
+An entry holds everything every stage needs about it — arity and dtype rule (front end),
+its numpy function (the numpy interpreter, the oracle) and its WGSL rule (the renderer) —
+so adding a primitive, built-in or custom, is adding one entry. WGSL rules map argument
+expressions and a :class:`Ty` (the register type, scalar or ``vec4``) to an expression.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .dtype import DType
+
+__all__ = ["Ty", "Primitive", "PRIMITIVES", "Reduction", "REDUCTIONS", "register",
+           "WGSL_TYPE", "STORAGE_TYPE", "isnan", "HELPERS"]
+
+WGSL_TYPE = {DType.float32: "f32", DType.int32: "i32", DType.uint32: "u32",
+             DType.bool: "bool"}
+STORAGE_TYPE = {DType.float32: "f32", DType.int32: "i32", DType.uint32: "u32",
+                DType.bool: "u32"}  # WGSL cannot store bool: a u32 per element
+
+
+@dataclass(frozen=True, slots=True)
+class Ty:
+    """A register type: ``dtype`` as a scalar or as a 4-lane vector."""
+
+    dtype: DType
+    vec4: bool
+
+    @property
+    def t(self) -> str:
+        w = WGSL_TYPE[self.dtype]
+        return f"vec4<{w}>" if self.vec4 else w
+
+    def const(self, literal: str) -> str:
+        return f"{self.t}({literal})"
+
+    def of(self, dtype: DType) -> Ty:
+        return Ty(dtype, self.vec4)
+
+
+Rule = Callable[[list[str], Ty], str]
+
+
+@dataclass(frozen=True, slots=True)
+class Primitive:
+    """An element-wise primitive.
+
+    ``rule`` is the dtype rule: ``numeric`` (any non-bool dtype, result in the common
+    dtype), ``float`` (computed in float32), ``compare`` (common dtype in, bool out),
+    ``logical`` (bool in, bool out), ``predicate`` (any non-bool in, bool out), ``where``
+    (bool condition, common dtype of the rest), ``cast`` (dtype given by the op).
+    ``helpers`` names WGSL functions (in :data:`HELPERS`) the rule calls.
+    """
+
+    name: str
+    arity: int
+    rule: str
+    title: str
+    numpy: Callable[..., np.ndarray]
+    wgsl: Rule
+    symbol: str | None = None
+    helpers: tuple[str, ...] = ()
+
+    @property
+    def what(self) -> str:
+        """How error messages name it: ``add (+)``."""
+        return f"{self.name} ({self.symbol})" if self.symbol else self.name
+
+
+PRIMITIVES: dict[str, Primitive] = {}
+
+
+def register(p: Primitive) -> Primitive:
+    if p.name in PRIMITIVES or p.name in REDUCTIONS:
+        raise ValueError(f"a primitive named {p.name!r} exists already; pick another name")
+    PRIMITIVES[p.name] = p
+    return p
+
+
+# -- WGSL building blocks --------------------------------------------------------------
+def isnan(expr: str, vec4: bool) -> str:
+    """NaN test by bits: lavapipe compiles float ``!=`` as an ordered compare."""
+    if vec4:
+        return (f"((bitcast<vec4<u32>>({expr}) & vec4<u32>(0x7fffffffu)) > "
+                f"vec4<u32>(0x7f800000u))")
+    return f"((bitcast<u32>({expr}) & 0x7fffffffu) > 0x7f800000u)"
+
+
+def _isinf(expr: str, vec4: bool) -> str:
+    if vec4:
+        return (f"((bitcast<vec4<u32>>({expr}) & vec4<u32>(0x7fffffffu)) == "
+                f"vec4<u32>(0x7f800000u))")
+    return f"((bitcast<u32>({expr}) & 0x7fffffffu) == 0x7f800000u)"
+
+
+def _by_kind(fl: Rule, it: Rule, ut: Rule | None = None) -> Rule:
+    def rule(a: list[str], ty: Ty) -> str:
+        if ty.dtype is DType.float32:
+            return fl(a, ty)
+        if ty.dtype is DType.uint32 and ut is not None:
+            return ut(a, ty)
+        return it(a, ty)
+    return rule
+
+
+def _fn(name: str) -> Rule:
+    """A helper function per dtype and width: ``name_f32``, ``name_i32_4`` ..."""
+    def rule(a: list[str], ty: Ty) -> str:
+        suffix = WGSL_TYPE[ty.dtype] + ("_4" if ty.vec4 else "")
+        return f"{name}_{suffix}({', '.join(a)})"
+    return rule
+
+
+def _nan_select(fn: str) -> Rule:
+    # WGSL leaves min/max of NaN unspecified; numpy propagates NaN.
+    return _by_kind(
+        lambda a, ty: f"select({fn}({a[0]}, {a[1]}), {a[0]} + {a[1]}, "
+                      f"{isnan(a[0], ty.vec4)} | {isnan(a[1], ty.vec4)})",
+        lambda a, ty: f"{fn}({a[0]}, {a[1]})")
+
+
+def _cmp(sym: str) -> Rule:
+    def rule(a: list[str], ty: Ty) -> str:
+        if ty.dtype is DType.bool and sym not in ("==", "!="):  # WGSL orders no bools
+            u = ty.of(DType.uint32).t
+            return f"({u}({a[0]}) {sym} {u}({a[1]}))"
+        if ty.dtype is DType.float32 and sym == "!=":  # unordered: true when either is NaN
+            return f"(!({a[0]} == {a[1]}))"
+        return f"({a[0]} {sym} {a[1]})"
+    return rule
+
+
+def _same(fl: Rule) -> Rule:
+    """A float function that leaves integers as they are (floor, ceil, round)."""
+    return _by_kind(fl, lambda a, ty: a[0])
+
+
+def _unary(fn: str) -> Rule:
+    return lambda a, ty: f"{fn}({a[0]})"
+
+
+# Helper functions, emitted once per kernel that uses them. Each is written for scalars;
+# ``_4`` variants apply it lane by lane.
+_SCALAR_HELPERS = {
+    "af_pow": ("""fn af_pow_f32(a: f32, b: f32) -> f32 {
+  if (b == 0.0 || a == 1.0) { return 1.0; }
+  if (a == 0.0 && b < 0.0) { return bitcast<f32>(0x7f800000u); }
+  let r = pow(abs(a), b);
+  if (a >= 0.0 || (bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u) { return r; }
+  if (b != floor(b)) { return bitcast<f32>(0x7fc00000u); }
+  if (fract(b * 0.5) != 0.0) { return -r; }
+  return r;
+}
+fn af_pow_u32(a: u32, b: u32) -> u32 {
+  var r = 1u;
+  var x = a;
+  var e = b;
+  loop {
+    if (e == 0u) { break; }
+    if ((e & 1u) == 1u) { r = r * x; }
+    x = x * x;
+    e = e >> 1u;
+  }
+  return r;
+}
+fn af_pow_i32(a: i32, b: i32) -> i32 {
+  if (b < 0) {
+    if (a == 1) { return 1; }
+    if (a == -1) { return select(-1, 1, (b & 1) == 0); }
+    return 0;
+  }
+  return bitcast<i32>(af_pow_u32(bitcast<u32>(a), u32(b)));
+}
+""", ("f32", "i32", "u32"), 2),
+    "af_floordiv": ("""fn af_floordiv_f32(a: f32, b: f32) -> f32 { return floor(a / b); }
+fn af_floordiv_i32(a: i32, b: i32) -> i32 {
+  if (b == 0) { return 0; }
+  let q = a / b;
+  return select(q, q - 1, (a % b != 0) && ((a < 0) != (b < 0)));
+}
+fn af_floordiv_u32(a: u32, b: u32) -> u32 { return select(a / b, 0u, b == 0u); }
+""", ("f32", "i32", "u32"), 2),
+    "af_rem": ("""fn af_rem_f32(a: f32, b: f32) -> f32 {
+  let r = a - b * floor(a / b);
+  return select(r, r - b, r != 0.0 && abs(r) >= abs(b));
+}
+fn af_rem_i32(a: i32, b: i32) -> i32 {
+  if (b == 0) { return 0; }
+  let r = a % b;
+  return select(r, r + b, r != 0 && ((r < 0) != (b < 0)));
+}
+fn af_rem_u32(a: u32, b: u32) -> u32 { return select(a % b, 0u, b == 0u); }
+""", ("f32", "i32", "u32"), 2),
+    "af_erf": ("""fn af_erf_f32(x: f32) -> f32 {
+  let z = abs(x);
+  let t = 1.0 / (1.0 + 0.5 * z);
+  let p = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418
+    + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587
+    + t * (-0.82215223 + t * 0.17087277))))))));
+  let r = 1.0 - t * exp(p);
+  return select(r, -r, x < 0.0);
+}
+""", ("f32",), 1),
+}
+
+
+def _lanes(name: str, t: str, arity: int) -> str:
+    params = ", ".join(f"{p}: vec4<{t}>" for p in "ab"[:arity])
+    lanes = ", ".join(f"{name}_{t}({', '.join(f'{p}.{c}' for p in 'ab'[:arity])})"
+                      for c in "xyzw")
+    return f"fn {name}_{t}_4({params}) -> vec4<{t}> {{ return vec4<{t}>({lanes}); }}\n"
+
+
+HELPERS: dict[str, str] = {
+    name: text + "".join(_lanes(name, t, arity) for t in types)
+    for name, (text, types, arity) in _SCALAR_HELPERS.items()
+}
+
+
+def _np_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """numpy's power for floats; for integers exact wrapping powers by squaring, with a
+    negative exponent giving 0 (or +-1 for a base of +-1), as the WGSL kernels do."""
+    if a.dtype.kind == "f":
+        return np.power(a, b)
+    a, b = (np.array(v) for v in np.broadcast_arrays(a, b))
+    r = np.ones_like(a)
+    x = a.copy()
+    e = np.where(b < 0, 0, b).astype(np.int64)
+    while (e > 0).any():
+        r = np.where(e & 1, r * x, r)
+        x = x * x
+        e >>= 1
+    if a.dtype.kind == "i":
+        neg = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
+        r = np.where(b < 0, neg, r)
+    return r.astype(a.dtype)
+
+
+def _np_int_zero(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """Integer division by zero gives 0 (as the kernels do; numpy warns and gives 0)."""
+    def run(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        if a.dtype.kind == "f":
+            return fn(a, b)
+        safe = np.where(b == 0, 1, b).astype(a.dtype)
+        return np.where(b == 0, 0, fn(a, safe)).astype(a.dtype)
+    return run
+
+
+def _np_keep_int(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    return lambda a: fn(a) if a.dtype.kind == "f" else a
+
+
+def _np_pred(fn: Callable[..., np.ndarray], default: bool) -> Callable[..., np.ndarray]:
+    return lambda a: fn(a) if a.dtype.kind == "f" else np.full(a.shape, default)
+
+
+_np_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+_Z = "0"  # literal zero, typed by Ty.const
+
+for _p in [
+    Primitive("add", 2, "numeric", "Add", np.add, lambda a, ty: f"({a[0]} + {a[1]})", "+"),
+    Primitive("sub", 2, "numeric", "Sub", np.subtract, lambda a, ty: f"({a[0]} - {a[1]})", "-"),
+    Primitive("mul", 2, "numeric", "Mul", np.multiply, lambda a, ty: f"({a[0]} * {a[1]})", "*"),
+    Primitive("div", 2, "float", "Div", np.true_divide, lambda a, ty: f"({a[0]} / {a[1]})", "/"),
+    Primitive("pow", 2, "numeric", "Powf", _np_pow, _fn("af_pow"), "**", ("af_pow",)),
+    Primitive("floor_divide", 2, "numeric", "FloorDiv", _np_int_zero(np.floor_divide),
+              _fn("af_floordiv"), "//", ("af_floordiv",)),
+    Primitive("remainder", 2, "numeric", "Remainder", _np_int_zero(np.remainder),
+              _fn("af_rem"), "%", ("af_rem",)),
+    Primitive("minimum", 2, "numeric", "Min", np.minimum, _nan_select("min")),
+    Primitive("maximum", 2, "numeric", "Max", np.maximum, _nan_select("max")),
+    Primitive("neg", 1, "numeric", "Neg",
+              lambda a: np.negative(a) if a.dtype != np.uint32 else (np.uint32(0) - a),
+              _by_kind(lambda a, ty: f"(-{a[0]})", lambda a, ty: f"(-{a[0]})",
+                       lambda a, ty: f"({ty.const('0u')} - {a[0]})"), "-x"),
+    Primitive("abs", 1, "numeric", "Abs", lambda a: a if a.dtype == np.uint32 else np.abs(a),
+              _by_kind(_unary("abs"), _unary("abs"), lambda a, ty: a[0])),
+    Primitive("square", 1, "numeric", "Square", np.square,
+              lambda a, ty: f"({a[0]} * {a[0]})"),
+    Primitive("relu", 1, "numeric", "Relu", lambda a: np.maximum(a, a.dtype.type(0)),
+              lambda a, ty: f"select({a[0]}, {ty.const(_Z)}, {a[0]} < {ty.const(_Z)})"),
+    Primitive("sign", 1, "numeric", "Sign", np.sign,
+              _by_kind(lambda a, ty: f"select(sign({a[0]}), {a[0]}, {isnan(a[0], ty.vec4)})",
+                       _unary("sign"),
+                       lambda a, ty: f"select({ty.const('0u')}, {ty.const('1u')}, "
+                                     f"{a[0]} > {ty.const('0u')})")),
+    Primitive("floor", 1, "numeric", "Floor", _np_keep_int(np.floor), _same(_unary("floor"))),
+    Primitive("ceil", 1, "numeric", "Ceil", _np_keep_int(np.ceil), _same(_unary("ceil"))),
+    Primitive("round", 1, "numeric", "Round", _np_keep_int(np.round), _same(_unary("round"))),
+    Primitive("exp", 1, "float", "Exp", np.exp, _unary("exp")),
+    Primitive("log", 1, "float", "Log", np.log, _unary("log")),
+    Primitive("sqrt", 1, "float", "Sqrt", np.sqrt, _unary("sqrt")),
+    Primitive("rsqrt", 1, "float", "Rsqrt", lambda a: np.float32(1) / np.sqrt(a),
+              lambda a, ty: f"({ty.const('1.0')} / sqrt({a[0]}))"),
+    Primitive("sin", 1, "float", "Sin", np.sin, _unary("sin")),
+    Primitive("cos", 1, "float", "Cos", np.cos, _unary("cos")),
+    # tanh(x) for |x| > 10 is +-1 in f32; clamping keeps exp-based implementations finite.
+    Primitive("tanh", 1, "float", "Tanh", np.tanh,
+              lambda a, ty: f"select(tanh(clamp({a[0]}, {ty.const('-10.0')}, "
+                            f"{ty.const('10.0')})), {a[0]}, {isnan(a[0], ty.vec4)})"),
+    Primitive("sigmoid", 1, "float", "Sigmoid",
+              lambda a: np.float32(1) / (np.float32(1) + np.exp(-a)),
+              lambda a, ty: f"({ty.const('1.0')} / ({ty.const('1.0')} + exp(-{a[0]})))"),
+    Primitive("erf", 1, "float", "Erf", lambda a: _np_erf(a).astype(a.dtype), _fn("af_erf"),
+              None, ("af_erf",)),
+    Primitive("isnan", 1, "predicate", "IsNan", _np_pred(np.isnan, False),
+              _by_kind(lambda a, ty: isnan(a[0], ty.vec4),
+                       lambda a, ty: f"vec4<bool>(false)" if ty.vec4 else "false")),
+    Primitive("isinf", 1, "predicate", "IsInf", _np_pred(np.isinf, False),
+              _by_kind(lambda a, ty: _isinf(a[0], ty.vec4),
+                       lambda a, ty: f"vec4<bool>(false)" if ty.vec4 else "false")),
+    Primitive("isfinite", 1, "predicate", "IsFinite", _np_pred(np.isfinite, True),
+              _by_kind(lambda a, ty: f"(!({isnan(a[0], ty.vec4)} | {_isinf(a[0], ty.vec4)}))",
+                       lambda a, ty: f"vec4<bool>(true)" if ty.vec4 else "true")),
+    Primitive("eq", 2, "compare", "Equal", np.equal, _cmp("=="), "=="),
+    Primitive("ne", 2, "compare", "NotEqual", np.not_equal, _cmp("!="), "!="),
+    Primitive("lt", 2, "compare", "Lower", np.less, _cmp("<"), "<"),
+    Primitive("le", 2, "compare", "LowerEqual", np.less_equal, _cmp("<="), "<="),
+    Primitive("gt", 2, "compare", "Greater", np.greater, _cmp(">"), ">"),
+    Primitive("ge", 2, "compare", "GreaterEqual", np.greater_equal, _cmp(">="), ">="),
+    Primitive("logical_and", 2, "logical", "And", np.logical_and,
+              lambda a, ty: f"({a[0]} & {a[1]})", "&"),
+    Primitive("logical_or", 2, "logical", "Or", np.logical_or,
+              lambda a, ty: f"({a[0]} | {a[1]})", "|"),
+    Primitive("logical_not", 1, "logical", "Not", np.logical_not,
+              lambda a, ty: f"(!{a[0]})", "~"),
+    Primitive("where", 3, "where", "Where", lambda c, a, b: np.where(c, a, b),
+              lambda a, ty: f"select({a[2]}, {a[1]}, {a[0]})"),
+    Primitive("cast", 1, "cast", "Cast", lambda a: a, lambda a, ty: f"{ty.t}({a[0]})"),
+    Primitive("copy", 1, "same", "Copy", lambda a: a, lambda a, ty: a[0]),
+]:
+    PRIMITIVES[_p.name] = _p
+
+
+@dataclass(frozen=True, slots=True)
+class Reduction:
+    """A reduction: how to fold (WGSL ``combine`` of two accumulators), from what
+    ``identity`` (per accumulator dtype), and its numpy twin over a tuple of axes with
+    keepdims. ``arg`` reductions fold (value, index) pairs and give the index."""
+
+    name: str
+    title: str
+    numpy: Callable[[np.ndarray, tuple[int, ...]], np.ndarray]
+    combine: Callable[[str, str, DType], str] | None
+    identity: Callable[[DType], str] | None
+    arg: bool = False
+
+    def acc_dtype(self, src: DType) -> DType:
+        return DType.uint32 if src is DType.bool else src
+
+    def out_dtype(self, src: DType) -> DType:
+        return DType.int32 if self.arg else src
+
+
+def _lowest(dt: DType) -> str:
+    return {DType.float32: "bitcast<f32>(0xff800000u)", DType.int32: "i32(-2147483647 - 1)",
+            DType.uint32: "0u"}[dt]
+
+
+def _highest(dt: DType) -> str:
+    return {DType.float32: "bitcast<f32>(0x7f800000u)", DType.int32: "2147483647",
+            DType.uint32: "0xffffffffu"}[dt]
+
+
+def _fold_minmax(fn: str) -> Callable[[str, str, DType], str]:
+    def combine(a: str, b: str, dt: DType) -> str:
+        if dt is DType.float32:
+            return f"select({fn}({a}, {b}), {a} + {b}, {isnan(a, False)} | {isnan(b, False)})"
+        return f"{fn}({a}, {b})"
+    return combine
+
+
+def _np_arg(fn: Callable[..., np.ndarray]) -> Callable[[np.ndarray, tuple[int, ...]],
+                                                        np.ndarray]:
+    """argmax/argmin over several axes: the flat index within the reduced axes."""
+    def run(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+        keep = [d for d in range(x.ndim) if d not in axes]
+        moved = np.transpose(x, keep + list(axes))
+        flat = moved.reshape(moved.shape[:len(keep)] + (-1,))
+        r = fn(flat, axis=-1).astype(np.int32)
+        shape = tuple(1 if d in axes else s for d, s in enumerate(x.shape))
+        return r.reshape(shape)
+    return run
+
+
+REDUCTIONS: dict[str, Reduction] = {r.name: r for r in [
+    Reduction("sum", "Sum", lambda x, ax: np.sum(x, axis=ax, keepdims=True, dtype=x.dtype),
+              lambda a, b, dt: f"({a} + {b})", lambda dt: f"{WGSL_TYPE[dt]}(0)"),
+    Reduction("prod", "Prod", lambda x, ax: np.prod(x, axis=ax, keepdims=True, dtype=x.dtype),
+              lambda a, b, dt: f"({a} * {b})", lambda dt: f"{WGSL_TYPE[dt]}(1)"),
+    Reduction("max", "Max", lambda x, ax: np.max(x, axis=ax, keepdims=True),
+              _fold_minmax("max"), _lowest),
+    Reduction("min", "Min", lambda x, ax: np.min(x, axis=ax, keepdims=True),
+              _fold_minmax("min"), _highest),
+    Reduction("any", "Any", lambda x, ax: np.any(x, axis=ax, keepdims=True),
+              lambda a, b, dt: f"max({a}, {b})", lambda dt: "0u"),
+    Reduction("all", "All", lambda x, ax: np.all(x, axis=ax, keepdims=True),
+              lambda a, b, dt: f"min({a}, {b})", lambda dt: "1u"),
+    Reduction("argmax", "ArgMax", _np_arg(np.argmax), None, _lowest, arg=True),
+    Reduction("argmin", "ArgMin", _np_arg(np.argmin), None, _highest, arg=True),
+]}

@@ -1,0 +1,154 @@
+"""Reductions and the composites built on them.
+
+``reduce`` registers one :class:`~asyncfusion.ir.ReduceOp` (sum, prod, max, min, any,
+all, argmax, argmin over an int, a tuple of axes or all, with ``keepdims``). ``mean``,
+``var``/``std``, ``softmax``, ``log_softmax``, ``logsumexp`` and ``layer_norm`` are written
+with ordinary ops; the reduce fuser runs the element-wise work around each reduction in
+the reduction's own kernel, so each costs at most two launches.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .dtype import DType
+from .errors import AxisError, DTypeError, ShapeError
+from .ir import ReduceOp, numel
+from .primitives import REDUCTIONS
+from .tensor import Tensor, elementwise, normalize_axis
+
+__all__ = ["reduce", "mean", "var", "softmax", "log_softmax", "logsumexp", "layer_norm",
+           "gelu", "silu", "clip"]
+
+
+def _axes(x: Tensor, axis: Any, what: str) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(x.ndim))
+    seq = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    axes = tuple(sorted(normalize_axis(a, x.ndim, what) for a in seq))
+    if len(set(axes)) != len(axes):
+        raise AxisError(f"{what}: axis {axis} names an axis twice")
+    return axes
+
+
+def _out_shape(x: Tensor, axes: tuple[int, ...], keepdims: bool) -> tuple[int, ...]:
+    return tuple(1 if d in axes else s for d, s in enumerate(x.shape)
+                 if keepdims or d not in axes)
+
+
+def reduce(op: str, x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
+    what = f"{op}()"
+    if type(x) is not Tensor:
+        raise TypeError(f"{what} needs an asyncfusion Tensor, not {type(x).__name__}")
+    spec = REDUCTIONS[op]
+    if spec.arg and isinstance(axis, (tuple, list)):
+        raise AxisError(f"{what} takes one axis or None (all axes, flattened), not {axis!r}")
+    axes = _axes(x, axis, what)
+    if op in ("any", "all"):
+        if x.dtype is not DType.bool:
+            x = x != 0
+    elif x.dtype is DType.bool:
+        raise DTypeError(f"{what} is not defined for bool tensors; use "
+                         ".astype(asyncfusion.int32) first (or any()/all())")
+    if numel(tuple(x.shape[d] for d in axes)) == 0 and op in ("max", "min", "argmax",
+                                                               "argmin"):
+        raise ShapeError(f"{what} of an empty tensor (shape {x.shape}) has no value; "
+                         "check the size before reducing")
+    if not axes:  # a 0-d tensor: nothing to fold
+        return elementwise("mul", x, 0) if spec.arg else elementwise("copy", x)
+    dtype = spec.out_dtype(x.dtype)
+    out = Tensor(_out_shape(x, axes, keepdims), dtype, x.device)
+    out_ir = out.out_ir()
+    x.device.register(ReduceOp(op, x.ir(), axes, keepdims, out_ir), (x.id,), out_ir)
+    return out
+
+
+def _count(x: Tensor, axis: Any, what: str) -> int:
+    return numel(tuple(x.shape[d] for d in _axes(x, axis, what)))
+
+
+def _as_float(x: Tensor) -> Tensor:
+    if x.dtype is DType.bool:
+        raise DTypeError("mean()/var() are not defined for bool tensors; cast with "
+                         ".astype(asyncfusion.float32) first")
+    return x if x.dtype is DType.float32 else x.astype(DType.float32)
+
+
+def mean(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """Sum over ``axis`` divided by the count (float32; NaN for an empty axis)."""
+    n = _count(x, axis, "mean()")
+    return reduce("sum", _as_float(x), axis, keepdims) / float(n)
+
+
+def var(x: Tensor, axis: Any = None, keepdims: bool = False, correction: float = 0) -> Tensor:
+    """Variance with ``correction`` (numpy's ``ddof``): two launches."""
+    xf = _as_float(x)
+    n = _count(x, axis, "var()")
+    d = xf - mean(xf, axis, keepdims=True)
+    return reduce("sum", d * d, axis, keepdims) / float(max(n - correction, 0))
+
+
+def logsumexp(x: Tensor, axis: Any = -1, keepdims: bool = False) -> Tensor:
+    xf = _as_float(x)
+    m = reduce("max", xf, axis, keepdims=True)
+    s = reduce("sum", (xf - m).exp(), axis, keepdims=keepdims)
+    return s.log() + (m if keepdims else m.reshape(s.shape))
+
+
+def softmax(x: Tensor, axis: int = -1) -> Tensor:
+    """exp(x - max) / sum: two launches (the max; the sum and the division)."""
+    xf = _as_float(x)
+    e = (xf - reduce("max", xf, axis, keepdims=True)).exp()
+    return e / reduce("sum", e, axis, keepdims=True)
+
+
+def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
+    xf = _as_float(x)
+    d = xf - reduce("max", xf, axis, keepdims=True)
+    return d - reduce("sum", d.exp(), axis, keepdims=True).log()
+
+
+def layer_norm(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None, *,
+               axis: Any = -1, eps: float = 1e-5) -> Tensor:
+    """(x - mean) / sqrt(var + eps) * weight + bias over ``axis``: two launches."""
+    xf = _as_float(x)
+    d = xf - mean(xf, axis, keepdims=True)
+    y = d * (var_of(d, axis) + eps).rsqrt()
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
+
+
+def var_of(d: Tensor, axis: Any) -> Tensor:
+    """Mean of squares of an already centred tensor, kept dims."""
+    return reduce("sum", d * d, axis, keepdims=True) / float(_count(d, axis, "layer_norm()"))
+
+
+def gelu(x: Tensor, approximate: str = "none") -> Tensor:
+    """x * Phi(x), exact (erf) or with torch's ``approximate="tanh"`` formula."""
+    xf = _as_float(x)
+    if approximate == "tanh":
+        inner = (xf + xf * xf * xf * 0.044715) * 0.7978845608028654
+        return xf * 0.5 * (inner.tanh() + 1.0)
+    if approximate != "none":
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', not {approximate!r}")
+    return xf * 0.5 * (elementwise("erf", xf * 0.7071067811865476) + 1.0)
+
+
+def silu(x: Tensor) -> Tensor:
+    xf = _as_float(x)
+    return xf * xf.sigmoid()
+
+
+def clip(x: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 - numpy's names
+    """Limit values to [min, max] (either may be None)."""
+    if min is None and max is None:
+        raise ValueError("clip: give min, max or both")
+    y = x
+    if min is not None:
+        y = elementwise("maximum", y, min)
+    if max is not None:
+        y = elementwise("minimum", y, max)
+    return y

@@ -1,0 +1,187 @@
+"""Views: new layouts over a tensor's storage, registered as ops that launch nothing.
+
+``reshape`` (a copy only when strides cannot express it), ``permute``/``transpose``,
+``broadcast_to``, ``squeeze``/``unsqueeze``, ``flip`` and basic indexing (ints, slices with
+any step, ``None``, ``...``) each register one :class:`~asyncfusion.ir.ViewOp`; kernels
+that read the view load through its strides, so views fuse into whatever reads them.
+``contiguous`` materializes a strided view with one copy kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .errors import AxisError, IndexingError, ShapeError
+from .ir import IndexItem, Layout, ViewOp, numel
+from .tensor import Tensor, broadcast_shapes, elementwise, normalize_axis
+
+__all__ = ["view", "reshape", "permute", "transpose", "broadcast_to", "squeeze",
+           "unsqueeze", "flip", "index", "contiguous", "reshape_target"]
+
+
+def view(x: Tensor, layout: Layout, kind: str) -> Tensor:
+    """Register ``x`` seen through ``layout`` (over x's storage) as a new tensor."""
+    dense = layout.is_dense
+    out = Tensor(layout.shape, x.dtype, x.device, None if dense else layout)
+    out_ir = out.out_ir()
+    x.device.register(ViewOp(kind, x.ir(), out_ir), (x.id,), out_ir)
+    return out
+
+
+def contiguous(x: Tensor) -> Tensor:
+    return x if x.layout is None else elementwise("copy", x)
+
+
+def reshape_target(src: tuple[int, ...], shape: tuple[Any, ...]) -> tuple[int, ...]:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    dims = []
+    for d in shape:
+        if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
+            raise ShapeError(f"reshape: dimensions must be ints, got {d!r} in {shape}")
+        dims.append(int(d))
+    if dims.count(-1) > 1 or any(d < -1 for d in dims):
+        raise ShapeError(f"reshape: invalid shape {tuple(dims)}; use non-negative sizes and "
+                         "at most one -1")
+    total = numel(src)
+    if -1 in dims:
+        known = numel(tuple(d for d in dims if d != -1))
+        if known == 0 or total % known:
+            raise ShapeError(f"reshape: cannot reshape {src} ({total} elements) to {tuple(dims)}")
+        dims[dims.index(-1)] = total // known
+    if numel(tuple(dims)) != total:
+        raise ShapeError(f"reshape: cannot reshape {src} ({total} elements) to {tuple(dims)} "
+                         f"({numel(tuple(dims))} elements)")
+    return tuple(dims)
+
+
+def reshape(x: Tensor, shape: tuple[Any, ...]) -> Tensor:
+    target = reshape_target(x.shape, shape)
+    layout = x.view_layout.reshape(target)
+    if layout is None:  # strides cannot express it: copy, then view the dense copy
+        x = contiguous(x)
+        layout = Layout.dense(target)
+    return view(x, layout, "reshape")
+
+
+def _axes(axes: tuple[Any, ...], ndim: int, what: str) -> tuple[int, ...]:
+    if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+        axes = tuple(axes[0])
+    out = tuple(normalize_axis(a, ndim, what) for a in axes)
+    if sorted(out) != list(range(ndim)):
+        raise AxisError(f"{what}: axes {axes} are not a permutation of the {ndim} axes of "
+                        "the tensor; name each axis exactly once")
+    return out
+
+
+def permute(x: Tensor, axes: tuple[Any, ...]) -> Tensor:
+    if x.ndim == 0 and axes in ((), ((),)):
+        return view(x, x.view_layout, "permute")
+    return view(x, x.view_layout.permute(_axes(axes, x.ndim, "permute")), "permute")
+
+
+def transpose(x: Tensor, a: int, b: int) -> Tensor:
+    if x.ndim < 2:
+        raise AxisError(f"transpose/mT needs at least 2 dimensions, got shape {x.shape}; "
+                        "use reshape or unsqueeze first")
+    a, b = normalize_axis(a, x.ndim, "transpose"), normalize_axis(b, x.ndim, "transpose")
+    axes = list(range(x.ndim))
+    axes[a], axes[b] = axes[b], axes[a]
+    return view(x, x.view_layout.permute(tuple(axes)), "transpose")
+
+
+def broadcast_to(x: Tensor, shape: tuple[Any, ...]) -> Tensor:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    if not all(_int_index(d) and d >= 0 for d in shape):
+        raise ShapeError(f"broadcast_to: shape {shape} must be non-negative ints")
+    target = tuple(int(d) for d in shape)
+    if len(target) < x.ndim or broadcast_shapes(x.shape, target, "broadcast_to") != target:
+        raise ShapeError(f"broadcast_to: shape {x.shape} cannot be broadcast to {target}; "
+                         "each dimension must match or be 1, and the rank cannot shrink")
+    return view(x, x.view_layout.expand(target), "expand")
+
+
+def squeeze(x: Tensor, axis: Any = None) -> Tensor:
+    lay = x.view_layout
+    if axis is None:
+        drop = {d for d, s in enumerate(x.shape) if s == 1}
+    else:
+        axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+        drop = {normalize_axis(a, x.ndim, "squeeze") for a in axes}
+        for d in drop:
+            if x.shape[d] != 1:
+                raise ShapeError(f"squeeze: axis {d} has size {x.shape[d]}, not 1 (shape "
+                                 f"{x.shape}); only size-1 axes can be removed")
+    keep = [d for d in range(x.ndim) if d not in drop]
+    return view(x, Layout(tuple(lay.shape[d] for d in keep), tuple(lay.strides[d] for d in keep),
+                          lay.offset), "squeeze")
+
+
+def unsqueeze(x: Tensor, axis: int) -> Tensor:
+    d = normalize_axis(axis, x.ndim + 1, "unsqueeze")
+    lay = x.view_layout
+    return view(x, Layout(lay.shape[:d] + (1,) + lay.shape[d:],
+                          lay.strides[:d] + (0,) + lay.strides[d:], lay.offset), "unsqueeze")
+
+
+def flip(x: Tensor, axis: Any = None) -> Tensor:
+    if axis is None:
+        axes = set(range(x.ndim))
+    else:
+        seq = axis if isinstance(axis, (tuple, list)) else (axis,)
+        axes = {normalize_axis(a, x.ndim, "flip") for a in seq}
+    return index(x, tuple(slice(None, None, -1) if d in axes else slice(None)
+                          for d in range(x.ndim)), "flip")
+
+
+def _int_index(k: Any) -> bool:
+    return isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_))
+
+
+def index(x: Tensor, key: Any, kind: str = "index") -> Tensor:
+    """Basic indexing: ints, slices (any non-zero step), ``None`` and ``...``."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    for k in key:
+        if not (k is None or k is Ellipsis or isinstance(k, slice) or _int_index(k)):
+            raise IndexingError(
+                f"index {k!r} ({type(k).__name__}) is not supported: use ints, slices, None "
+                "and ...; for a mask use where(), for an index tensor gather one later")
+    if sum(k is Ellipsis for k in key) > 1:
+        raise IndexingError(f"an index can have only one ellipsis (...), got {key!r}")
+    named = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if named > x.ndim:
+        raise IndexingError(f"too many indices for a tensor of shape {x.shape}: {named} "
+                            f"given, {x.ndim} dimension(s)")
+    items: list[IndexItem] = []
+    axis = 0
+    for k in key:
+        if k is Ellipsis:
+            for _ in range(x.ndim - named):
+                items.append(IndexItem("slice", axis, 0, 1, x.shape[axis]))
+                axis += 1
+        elif k is None:
+            items.append(IndexItem("new"))
+        elif isinstance(k, slice):
+            size = x.shape[axis]
+            if k.step == 0:
+                raise IndexingError(f"slice step cannot be zero (axis {axis} of shape "
+                                    f"{x.shape}); use a positive or negative step")
+            for part in (k.start, k.stop, k.step):
+                if part is not None and not _int_index(part):
+                    raise IndexingError(f"slice bounds must be ints or None, got {k!r}")
+            start, stop, step = k.indices(size)
+            items.append(IndexItem("slice", axis, start, step, len(range(start, stop, step))))
+            axis += 1
+        else:
+            size = x.shape[axis]
+            i = int(k)
+            if not -size <= i < size:
+                raise IndexingError(f"index {i} is out of range for axis {axis} with size "
+                                    f"{size} (shape {x.shape}); valid: {-size}..{size - 1}")
+            items.append(IndexItem("int", axis, i % size))
+            axis += 1
+    return view(x, x.view_layout.index(tuple(items)), kind)
