@@ -45,7 +45,8 @@ class AxisError(AsyncFusionError, IndexError):
 
 
 class IndexingError(AsyncFusionError, IndexError):
-    """An index is out of range, has a zero step, or is of a kind not supported."""
+    """Raised when an index is out of range, a slice step is zero, or an index is of a kind
+    not supported (``t[...]`` takes ints, slices, ``None`` and ``...``)."""
 
 
 class LimitError(AsyncFusionError, ValueError):

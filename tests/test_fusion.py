@@ -11,14 +11,28 @@ import numpy as np
 import pytest
 
 import asyncfusion as af
-from asyncfusion.backends.wgpu.codegen import render_elementwise
-from asyncfusion.elementwise import layout_block
-from asyncfusion.fusion.plan import FusedStep
+from asyncfusion.backends.wgpu.render import render
+from asyncfusion.engine.explorer import explore
+from asyncfusion.engine.plan import KernelStep
+from asyncfusion.fusers import ElementwiseFuser, ReduceFuser
+from asyncfusion.ir import Renumber
+from asyncfusion.kernel import Kernel
 from tests.conftest import assert_close
 from examples.seed_chain import chain as chain8
 from examples.seed_chain import chain_np as chain8_np
 
 GOLDEN = Path(__file__).parent / "golden"
+
+
+def kernels(dev: af.Device) -> list[Kernel]:
+    """The kernels the fusion explorer makes of what ``dev``'s one stream queued."""
+    dev.streams.take_freeable()
+    ops, _ = dev.streams.take(next(iter(dev.streams.queues)))
+    rn = Renumber()
+    for op in ops:
+        op.signature(rn)
+    steps = explore(ops, [ElementwiseFuser(8), ReduceFuser(8)], rn.rel)
+    return [s.lowered.kernel for s in steps if isinstance(s, KernelStep)]
 
 
 
@@ -86,15 +100,16 @@ async def test_plan_is_relative_to_ids_sizes_and_scalar_values(dev):
 
 
 def test_scalars_are_parameters_not_literals():
-    a = af.Device("numpy")
-    x = af.tensor([1.0, 2.0], device=a)
+    made = []
     for k in (0.5, 0.7):
+        a = af.Device("numpy")
+        x = af.tensor([1.0, 2.0], device=a)
         y = x * k
+        made += kernels(a)
         del y
-    ops, _ = a.streams.take(next(iter(a.streams.queues)))
-    layouts = [layout_block([op]) for op in ops if op.fusible]
-    assert layouts[0].program == layouts[1].program
-    wgsl = render_elementwise(layouts[0].program, 256)
+    first, second = made
+    assert first == second
+    wgsl = render(first, 256)
     assert "0.5" not in wgsl and "0.7" not in wgsl
 
 
@@ -161,9 +176,9 @@ async def test_binding_limit_of_eight_splits_the_block():
         out = await (total * 2.0).to_data()
         assert_close(out, sum(xs_np) * 2)
         steps = [s for plan in dev._server.executor.runner.plans.values() for s in plan
-                 if isinstance(s, FusedStep)]
+                 if isinstance(s, KernelStep)]
         assert len(steps) >= 2
-        assert all(s.program.storage_bindings <= 8 for s in steps)
+        assert all(s.lowered.kernel.storage_bindings <= 8 for s in steps)
         assert dev.stats().launches == len([s for s in steps if s.outputs])
 
 
@@ -198,25 +213,30 @@ def _golden(name: str, text: str) -> None:
     assert text == path.read_text(), f"generated WGSL for {name} changed; review and regen"
 
 
-@pytest.mark.parametrize("case", ["mul_add_exp", "broadcast_where_cast", "inplace_exp"])
+@pytest.mark.parametrize("case", ["mul_add_exp", "broadcast_where_cast", "inplace_exp",
+                                  "reduce_score", "softmax", "view_transpose_add"])
 def test_generated_wgsl_matches_golden(case):
     dev = af.Device("numpy")
     a = af.tensor(np.ones(8, np.float32), device=dev)
     b = af.tensor(np.ones(8, np.float32), device=dev)
+    m = af.tensor(np.ones((3, 8), np.float32), device=dev)
     if case == "mul_add_exp":
         out = (a * b + 2.0).exp()
     elif case == "broadcast_where_cast":
         m = af.tensor(np.ones((3, 1), np.float32), device=dev)
         x = af.tensor(np.ones((3, 8), np.int32), device=dev)
         out = af.where(x > 0, m * x + a, -1.0).astype(af.int32)
-    else:
+    elif case == "inplace_exp":
         out = (a * 3.0).exp()
         del a
-    dev.streams.take_freeable()
-    ops, _ = dev.streams.take(next(iter(dev.streams.queues)))
-    fused = [op for op in ops if op.fusible]
-    layout = layout_block(fused)
-    _golden(case, render_elementwise(layout.program, 256))
+    elif case == "reduce_score":  # the search service's scoring expression: one kernel
+        out = (-((m - a) ** 2).sum(axis=1)).exp()
+    elif case == "softmax":  # the max; then exp, the sum and the division in one kernel
+        out = af.softmax(m)
+    else:  # a transposed view read through its strides, fused with the add
+        out = m.T + 1.0
+    text = "\n".join(f"// kernel {i}\n{render(k, 256)}" for i, k in enumerate(kernels(dev)))
+    _golden(case, text)
     del out
 
 

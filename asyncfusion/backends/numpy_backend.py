@@ -150,8 +150,9 @@ class NumpyBackend:
     def launch(self, kernel: Kernel, args: LaunchArgs, loads: list[HostBuffer],
                stores: list[HostBuffer]) -> None:
         self.faults.check("launch", kernel.names)
-        if not numel(args.shape):
-            return
+        if not numel(args.shape) and (kernel.reduce is None or 0 in [
+                s for s, r in zip(args.shape, kernel.reduced, strict=True) if not r]):
+            return  # nothing to compute (a reduction of empty rows still writes them)
         run = _Run(kernel, args, loads)
         run.run()
         n_store_maps = sum(1 for s in kernel.stores if not s.dense)

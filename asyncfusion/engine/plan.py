@@ -199,6 +199,7 @@ class CatStep(Step):
         poison = memory.poisoned(t.id for t in op.tensors)
         try:
             if poison is None:
+                ctx.backend.faults.check("launch", ("cat",))
                 out = memory.allocate(op.out.id, numel(op.out.shape) * op.out.dtype.itemsize)
                 strides = dense_strides(op.out.shape)
                 offset = 0

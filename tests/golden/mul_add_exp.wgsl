@@ -1,4 +1,5 @@
-struct Params { w: array<vec4<u32>, 1> }
+// kernel 0
+struct Params { w: array<vec4<u32>, 2> }
 @group(0) @binding(0) var<uniform> params: Params;
 @group(0) @binding(1) var<storage, read> in0: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> in1: array<vec4<f32>>;
@@ -10,7 +11,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let a0 = in0[i];
   let a1 = in1[i];
   let v0 = (a0 * a1);
-  let v1 = (v0 + vec4<f32>(bitcast<f32>(params.w[0][2])));
+  let v1 = (v0 + vec4<f32>(bitcast<f32>(params.w[1][1])));
   let v2 = exp(v1);
   out0[i] = v2;
 }

@@ -98,17 +98,19 @@ class WgpuBackend:
         wgsl = self._wgsl(kernel)
         self.faults.check("launch", kernel.names)
         n = numel(args.shape)
-        if not n:
-            return
         wg = self.rt.workgroup
         if kernel.reduce is None:
+            if not n:
+                return
             count = n // 4 if kernel.vec4 else n
             head = (count, 0, 0, 0)
             threads = count
         else:
             n_out = numel(tuple(s for s, r in zip(args.shape, kernel.reduced, strict=True)
                                 if not r))
-            n_red = n // max(n_out, 1)
+            if not n_out:
+                return
+            n_red = n // n_out
             tpr = min(wg, _pow2_at_least(-(-n_red // 4)))
             rows = wg // tpr
             head = (n_out, n_red, tpr, rows)

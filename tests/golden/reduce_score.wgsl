@@ -1,0 +1,51 @@
+// kernel 0
+struct Params { w: array<vec4<u32>, 3> }
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> in0: array<f32>;
+@group(0) @binding(2) var<storage, read> in1: array<f32>;
+@group(0) @binding(3) var<storage, read_write> out0: array<f32>;
+var<workgroup> red_v: array<f32, 256>;
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let n_out = params.w[0][0];
+  let n_red = params.w[0][1];
+  let tpr = params.w[0][2];
+  let slot = lid / tpr;
+  let lane = lid % tpr;
+  let row = (wid.x + wid.y * nwg.x) * params.w[0][3] + slot;
+  let valid = row < n_out;
+  var acc: f32 = f32(0);
+  if (valid) {
+    var q_row = row;
+    let c0 = q_row;
+    for (var r0 = lane; r0 < n_red; r0 = r0 + tpr * 1024u) {
+      let r1 = min(n_red, r0 + tpr * 1024u);
+      for (var r = r0; r < r1; r = r + tpr) {
+        var q_r = r;
+        let c1 = q_r;
+        let a0 = in0[u32(bitcast<i32>(params.w[1][2]) + i32(c0) * bitcast<i32>(params.w[1][3]) + i32(c1) * bitcast<i32>(params.w[2][0]))];
+        let a1 = in1[u32(bitcast<i32>(params.w[2][1]) + i32(c0) * bitcast<i32>(params.w[2][2]) + i32(c1) * bitcast<i32>(params.w[2][3]))];
+        let v0 = (a0 - a1);
+        let v1 = (v0 * v0);
+        acc = (acc + v1);
+      }
+    }
+  }
+  red_v[lid] = acc;
+  workgroupBarrier();
+  for (var s = tpr / 2u; s > 0u; s = s / 2u) {
+    if (lane < s) {
+      red_v[lid] = (red_v[lid] + red_v[lid + s]);
+    }
+    workgroupBarrier();
+  }
+  if (valid && lane == 0u) {
+    var q_row = row;
+    let c0 = q_row;
+    let c1 = 0u;
+    let res = red_v[lid];
+    let v2 = (-res);
+    let v3 = exp(v2);
+    out0[row] = v3;
+  }
+}
