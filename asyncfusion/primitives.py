@@ -182,7 +182,8 @@ fn af_pow_i32(a: i32, b: i32) -> i32 {
 fn af_floordiv_i32(a: i32, b: i32) -> i32 {
   if (b == 0) { return 0; }
   let q = a / b;
-  return select(q, q - 1, (a % b != 0) && ((a < 0) != (b < 0)));
+  let r = a - q * b;  // not %: NVIDIA's driver gave wrong signs for % by negatives
+  return select(q, q - 1, r != 0 && ((r < 0) != (b < 0)));
 }
 fn af_floordiv_u32(a: u32, b: u32) -> u32 { return select(a / b, 0u, b == 0u); }
 """, ("f32", "i32", "u32"), 2),
@@ -192,7 +193,7 @@ fn af_floordiv_u32(a: u32, b: u32) -> u32 { return select(a / b, 0u, b == 0u); }
 }
 fn af_rem_i32(a: i32, b: i32) -> i32 {
   if (b == 0) { return 0; }
-  let r = a % b;
+  let r = a - (a / b) * b;
   return select(r, r + b, r != 0 && ((r < 0) != (b < 0)));
 }
 fn af_rem_u32(a: u32, b: u32) -> u32 { return select(a % b, 0u, b == 0u); }
