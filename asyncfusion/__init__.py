@@ -5,9 +5,9 @@ compute kernels and dispatches them through wgpu. Read results with
 ``await tensor.to_data()``.
 """
 
-from ._env import ensure_runtime_dir
+from ._env import ensure_runtime_dir as _ensure_runtime_dir
 
-ensure_runtime_dir()  # before any wgpu driver loads: silences Mesa's XDG_RUNTIME_DIR errors
+_ensure_runtime_dir()  # before any wgpu driver loads: silences Mesa's XDG_RUNTIME_DIR errors
 
 from .custom import elementwise_op
 from .creation import arange, full, ones, rand, randn, tensor, zeros

@@ -227,8 +227,9 @@ BAD: list[Bad] = [
         DataError, lit("object")),
     Bad("data-dict", lambda e: (e.dev,), lambda d: af.tensor({"a": 1}, device=d),
         DataError, lit("object")),
-    Bad("data-list-of-tensors", lambda e: (e.ones(2),),
-        lambda a: af.tensor([a, a], device=a.device), DataError, lit("object")),
+    Bad("blocking-list-of-tensors", lambda e: (e.ones(2),),  # a plain script reads them
+        lambda a: af.tensor([a, a], device=a.device), BlockingCallError,
+        lit("np.asarray(t)", "await")),
     Bad("data-a-tensor", lambda e: (e.ones(2),), lambda a: af.tensor(a, device=a.device),
         DataError, lit("Tensor")),
     Bad("data-complex64", lambda e: (np.array([1 + 2j], np.complex64), e.dev),

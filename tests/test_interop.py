@@ -169,3 +169,8 @@ async def test_asarray_refuses_to_move_a_tensor_between_devices(dev, ref):
     t = af.tensor([1.0], device=dev)
     with pytest.raises(DeviceMismatchError, match="create it again"):
         af.asarray(t, device=ref)
+
+
+def test_a_list_of_tensors_is_read_in_a_plain_script():
+    a = af.tensor([1.0, 2.0])
+    assert af.tensor([a, a * 2.0]).tolist() == [[1.0, 2.0], [2.0, 4.0]]
