@@ -17,7 +17,7 @@ bench:
 
 docs:
 	bash scripts/setup.sh docs
-	.venv/bin/python -m mkdocs build --strict --site-dir site
+	NO_MKDOCS_2_WARNING=1 .venv/bin/python -m mkdocs build --strict --site-dir site
 
 docs-serve:
 	bash scripts/setup.sh docs
