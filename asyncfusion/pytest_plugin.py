@@ -158,7 +158,8 @@ else:
                 await stop.wait()
 
         holder = asyncio.create_task(hold())
-        await asyncio.wait([ready, holder], return_when=asyncio.FIRST_COMPLETED)
+        waiting: set[asyncio.Future[Any]] = {ready, holder}
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
         if not ready.done():
             holder.result()  # opening the device failed: raise why
         yield ready.result()

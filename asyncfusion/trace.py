@@ -82,7 +82,7 @@ class Counters:
     plan_cache_misses: int = 0
     kernels_generated: int = 0
     submissions: int = 0
-    kernels: _Tally = field(default_factory=_Tally)
+    kernels: _Tally[str] = field(default_factory=_Tally)
 
     def launch(self, name: str) -> None:
         self.launches += 1
