@@ -163,7 +163,7 @@ class Tensor:
             raise ShapeError(f"{what} needs a tensor with exactly one element, and t{self.id} "
                              f"has shape {self.shape} ({self.size} elements); index or reduce "
                              "it first (for example t.sum())")
-        return self._read_sync(what, f"(await t.to_data()).item()").item()
+        return self._read_sync(what, "(await t.to_data()).item()").item()
 
     def numpy(self) -> np.ndarray:
         """This tensor's values as a new numpy array (blocking; plain scripts and threads)."""

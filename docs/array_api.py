@@ -8,6 +8,8 @@ when only a ``Tensor`` method or Python operator provides it.
 
 from __future__ import annotations
 
+from typing import Any
+
 # The functions of the Array API standard (2023.12), by section.
 STANDARD: dict[str, tuple[str, ...]] = {
     "Creation": ("arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full",
@@ -50,10 +52,10 @@ OPERATORS = {
 }
 
 
-def coverage(af: object) -> dict[str, tuple[str, str]]:
+def coverage(af: Any) -> dict[str, tuple[str, str]]:
     """Array API name -> (status, how asyncfusion spells it); status is one of
     ``function``, ``method`` (Tensor method or operator only) and ``missing``."""
-    tensor = getattr(af, "Tensor")
+    tensor = af.Tensor
     out: dict[str, tuple[str, str]] = {}
     for names in STANDARD.values():
         for name in names:
@@ -69,7 +71,7 @@ def coverage(af: object) -> dict[str, tuple[str, str]]:
     return out
 
 
-def table(af: object) -> str:
+def table(af: Any) -> str:
     """The coverage table as Markdown: a summary line, then one table per section."""
     cov = coverage(af)
     counts = {s: sum(1 for v in cov.values() if v[0] == s) for s in ("function", "method")}
