@@ -74,6 +74,18 @@ async def test_assert_no_leaks_names_the_tensors_still_alive(ref):
     await assert_no_leaks(ref)
 
 
+async def test_assert_no_leaks_reports_work_still_queued(ref, monkeypatch):
+    async def no_sync() -> None:  # as if a stream kept registering after the settle
+        pass
+
+    x = af.tensor([1.0], device=ref) + 1.0
+    monkeypatch.setattr(ref, "sync", no_sync)
+    with pytest.raises(AssertionError, match=r"2 queued op\(s\) outlived the test"):
+        await assert_no_leaks(ref)
+    monkeypatch.undo()
+    await assert_close(x, [2.0])
+
+
 @pytest.mark.xfail(strict=True, reason="a Poison's traceback keeps the executor's round frame "
                    "and its requests alive (see KNOWN_LEAKS in conftest.py)")
 async def test_a_failed_read_leaks_nothing(dev):
