@@ -1,7 +1,7 @@
 # The two commands a newcomer needs (see README.md): `make demo` and `make test`.
-.PHONY: demo test bench
-
-export XDG_RUNTIME_DIR ?= /tmp
+# Also: `make docs` (the site, --strict), `make typecheck` (mypy --strict),
+# `make sdist-check` (build the sdist, install it in a fresh venv, run its smoke tests).
+.PHONY: demo test bench docs docs-serve typecheck sdist-check
 
 demo:
 	bash scripts/setup.sh
@@ -14,3 +14,18 @@ test:
 bench:
 	bash scripts/setup.sh
 	.venv/bin/python bench/fusion_chain.py
+
+docs:
+	bash scripts/setup.sh docs
+	NO_MKDOCS_2_WARNING=1 .venv/bin/python -m mkdocs build --strict --site-dir site
+
+docs-serve:
+	bash scripts/setup.sh docs
+	.venv/bin/python -m mkdocs serve
+
+typecheck:
+	bash scripts/setup.sh test
+	.venv/bin/python -m mypy
+
+sdist-check:
+	bash scripts/sdist_check.sh

@@ -5,6 +5,10 @@ compute kernels and dispatches them through wgpu. Read results with
 ``await tensor.to_data()``.
 """
 
+from ._env import ensure_runtime_dir as _ensure_runtime_dir
+
+_ensure_runtime_dir()  # before any wgpu driver loads: silences Mesa's XDG_RUNTIME_DIR errors
+
 from .custom import elementwise_op
 from .creation import (arange, full, full_like, ones, ones_like, rand, randn, tensor, zeros,
                        zeros_like)
@@ -13,6 +17,7 @@ from .dtype import DType, bool_, float32, int32, uint32
 from .errors import (AsyncFusionError, AxisError, IndexingError, BlockingCallError, DataError,
                      DeviceClosedError, DeviceLostError, DeviceMismatchError, DTypeError,
                      ExecutionError, LimitError, NoAdapterError, ShapeError)
+from .interop import asarray
 from .stream import StreamId
 from .reductions import (clip, gelu, layer_norm, log_softmax, logsumexp, mean, silu,
                          softmax, var)
@@ -20,10 +25,12 @@ from .tensor import Tensor, cat, maximum, minimum, where
 from .views import broadcast_to, contiguous, flip, permute, reshape, squeeze, unsqueeze
 from .trace import take_launches, tracing
 
+__version__ = "0.1.0"
+
 __all__ = [
     "Tensor", "Device", "DType", "StreamId",
     "open_device", "default_device",
-    "tensor", "zeros", "ones", "full", "arange", "rand", "randn",
+    "tensor", "asarray", "zeros", "ones", "full", "arange", "rand", "randn",
     "where", "minimum", "maximum", "cat", "elementwise_op",
     "softmax", "log_softmax", "logsumexp", "layer_norm", "gelu", "silu", "clip", "mean",
     "var", "std", "sum", "prod", "max", "min", "any", "all", "argmax", "argmin",

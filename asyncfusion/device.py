@@ -79,7 +79,7 @@ class Device:
 
     @property
     def max_buffer_size(self) -> int:
-        return self.backend.max_buffer_size
+        return int(self.backend.max_buffer_size)
 
     def stats(self) -> CounterSnapshot:
         """Launches, blocks, plan-cache hits/misses and kernels generated so far."""
@@ -90,7 +90,8 @@ class Device:
 
     def memory_stats(self) -> MemoryStats:
         """Buffers held by live tensors and buffers pooled for reuse."""
-        return self.backend.memory_stats()
+        stats: MemoryStats = self.backend.memory_stats()
+        return stats
 
     # -- registration (hot path) -----------------------------------------------------------
     def register(self, op: OperationIr, inputs: tuple[int, ...] | list[int],
@@ -136,7 +137,9 @@ class Device:
                 f"()' instead")
         if self.closed:
             raise self._server._dead_error()
-        return self._require_portal().call(self._in_loop, StreamId.current(), tensor, sync)
+        out: np.ndarray | None = self._require_portal().call(
+            self._in_loop, StreamId.current(), tensor, sync)
+        return out
 
     def _require_portal(self) -> BlockingPortal:
         if self._portal is None:
@@ -227,7 +230,7 @@ def default_device() -> Device:
     so reads need no thread hop.
     """
     with _default_lock:
-        dev = _default.get("device")
+        dev: Device | None = _default.get("device")
         if dev is not None and not dev.closed and not dev.lost:
             return dev
         _close_default()

@@ -258,4 +258,6 @@ class Server:
         # Shielded: the map is already under way and ends when the GPU does; a cancel
         # arriving now takes effect at the caller's next checkpoint, after unmap.
         with anyio.CancelScope(shield=True):
-            return await anyio.to_thread.run_sync(self.executor.backend.finish_read, token)
+            data: np.ndarray = await anyio.to_thread.run_sync(
+                self.executor.backend.finish_read, token)
+        return data

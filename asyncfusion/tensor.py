@@ -12,14 +12,18 @@ from typing import Any
 
 import numpy as np
 
+from ._debug import in_event_loop
+from .engine.memory import Poison
 from .dtype import DType, as_dtype, promote
-from .errors import AxisError, DeviceMismatchError, DTypeError, LimitError, ShapeError
+from .errors import (AxisError, BlockingCallError, DeviceMismatchError, DTypeError, LimitError,
+                     ShapeError)
 from .ir import CatOp, ElementwiseOp, Layout, ScalarIr, TensorIr, TensorStatus, numel
 from .primitives import PRIMITIVES
 
 __all__ = ["Tensor", "elementwise", "where", "minimum", "maximum", "cat"]
 
 _ids = itertools.count(1)
+_REPR_VALUES = 1000  # results up to this many elements are kept for repr (numpy's threshold)
 _NOT_INIT = TensorStatus.NOT_INIT
 _READ_ONLY = TensorStatus.READ_ONLY
 _SCALARS = (int, float, bool, np.integer, np.floating, np.bool_)
@@ -82,7 +86,7 @@ def _scalar_dtype(value: Any, other: DType, what: str) -> DType:
 class Tensor:
     """A lazy tensor. Create one with :func:`asyncfusion.tensor` and friends."""
 
-    __slots__ = ("id", "shape", "dtype", "device", "layout", "_ir")
+    __slots__ = ("id", "shape", "dtype", "device", "layout", "_ir", "_host")
     __array_priority__ = 1000  # numpy scalars on the left defer to our operators
 
     def __init__(self, shape: tuple[int, ...], dtype: DType, device: Any,
@@ -130,23 +134,107 @@ class Tensor:
             raise TypeError("len() of a 0-d tensor")
         return self.shape[0]
 
-    def __repr__(self) -> str:
-        return f"Tensor(t{self.id}, shape={self.shape}, dtype={self.dtype.label}, lazy)"
-
-    def __bool__(self) -> bool:
-        raise TypeError("the truth value of a lazy tensor is unknown until it is read; use "
-                        "'await t.to_data()' and test the numpy result")
-
     __hash__ = object.__hash__
 
     # -- reading -------------------------------------------------------------------------
     async def to_data(self) -> np.ndarray:
         """Run what this tensor needs and return its values as a numpy array."""
-        return await self.device.read(self)
+        out: np.ndarray = await self.device.read(self)
+        self._keep_host(out)
+        return out
 
     def to_data_sync(self) -> np.ndarray:
         """``to_data()`` for plain scripts and threads; refuses to run inside an event loop."""
-        return self.device._blocking(self, False, "t.to_data_sync")
+        return self._read_sync("t.to_data_sync()", "await t.to_data()")
+
+    # -- host interop: numpy and Python conversions through the sync door ------------------
+    def _read_sync(self, what: str, instead: str) -> np.ndarray:
+        """Read through the blocking door, or explain which ``await`` to use instead."""
+        if in_event_loop():
+            raise BlockingCallError(
+                f"{what} blocks until the device has computed the tensor, and this code runs "
+                "inside an event loop, where blocking would stall every other task; use "
+                f"'{instead}' instead (in Jupyter and IPython a cell may 'await' at top level)")
+        out: np.ndarray = self.device._blocking(self, False, what)
+        self._keep_host(out)
+        return out
+
+    def _keep_host(self, values: np.ndarray) -> None:
+        """Keep a copy of small results so that ``repr`` can show them without a read."""
+        if values.size <= _REPR_VALUES:
+            kept = values.copy()
+            kept.flags.writeable = False
+            self._host = kept
+
+    def _scalar(self, what: str) -> Any:
+        if self.size != 1:
+            raise ShapeError(f"{what} needs a tensor with exactly one element, and t{self.id} "
+                             f"has shape {self.shape} ({self.size} elements); index or reduce "
+                             "it first (for example t.sum())")
+        return self._read_sync(what, "(await t.to_data()).item()").item()
+
+    def numpy(self) -> np.ndarray:
+        """This tensor's values as a new numpy array (blocking; plain scripts and threads)."""
+        return self._read_sync("t.numpy()", "await t.to_data()")
+
+    def tolist(self) -> Any:
+        """This tensor's values as nested Python lists (blocking, like ``numpy()``)."""
+        return self._read_sync("t.tolist()", "(await t.to_data()).tolist()").tolist()
+
+    def item(self) -> int | float | bool:
+        """The one element of a one-element tensor as a Python scalar (blocking)."""
+        value: int | float | bool = self._scalar("t.item()")
+        return value
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        if copy is False:
+            raise ValueError("np.asarray(t, copy=False): a tensor lives on its device, so "
+                             "converting it always copies; use copy=None or copy=True")
+        out = self._read_sync("np.asarray(t)", "np.asarray(await t.to_data())")
+        return out if dtype is None else out.astype(dtype, copy=False)
+
+    def __float__(self) -> float:
+        return float(self._scalar("float(t)"))
+
+    def __int__(self) -> int:
+        return int(self._scalar("int(t)"))
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ShapeError(f"the truth value of a tensor with {self.size} elements (shape "
+                             f"{self.shape}) is ambiguous; read it and use numpy's .any() or "
+                             ".all(), or compare a reduction (for example t.max() > 0)")
+        return bool(self._scalar("bool(t)"))
+
+    def __index__(self) -> int:
+        if self.ndim != 0 or not self.dtype.is_int:
+            raise TypeError(f"only 0-d integer tensors can be used as an index, and t{self.id} "
+                            f"has shape {self.shape} and dtype {self.dtype.label}")
+        return int(self._scalar("operator.index(t)"))
+
+    def __repr__(self) -> str:
+        """Shape, dtype, device and status; the values only when already on the host."""
+        dev = self.device
+        where = f"{getattr(dev.backend, 'name', '?')}#{getattr(dev, 'number', '?')}"
+        head = (f"Tensor(t{self.id}, shape={self.shape}, dtype={self.dtype.label}, "
+                f"device={where}, status={self._status()}")
+        host: np.ndarray | None = getattr(self, "_host", None)
+        if host is None:
+            return head + ")"
+        values = np.array2string(host, separator=", ", prefix="       values=")
+        return f"{head},\n       values={values})"
+
+    def _status(self) -> str:
+        """Where the tensor's data stands, looked up without waiting for anything."""
+        dev = self.device
+        if dev.closed:
+            return "device closed"
+        if self.id in dev.streams.producer:
+            return "queued"
+        handle = dev._server.executor.memory.get(self.id)
+        if handle is None:
+            return "running"
+        return "failed" if isinstance(handle, Poison) else "on device"
 
     # -- element-wise operators ----------------------------------------------------------
     def __add__(self, o: Any) -> Tensor: return elementwise("add", self, o)

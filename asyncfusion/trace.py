@@ -3,42 +3,51 @@
 Turn the trace on with ``ASYNCFUSION_TRACE=1`` or ``with asyncfusion.tracing():``. It
 prints the lines of Burn's fusion walkthrough: ``[registered] ...`` for each op as the
 server takes it, ``[block] N op(s): ...`` for each block, ``[launch] ...`` per kernel.
+
+The trace never writes to stdout, which belongs to the program: it goes to stderr (or the
+file given to ``tracing``). Each line is also a DEBUG record of the ``logging`` logger
+``asyncfusion.trace``; enabling that logger at DEBUG turns the trace on through logging
+alone (``logging.getLogger("asyncfusion.trace").setLevel(logging.DEBUG)``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 import threading
 from collections import Counter as _Tally
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Any, TextIO
 from collections.abc import Iterator
 
 __all__ = ["Counters", "CounterSnapshot", "tracing", "trace_enabled", "emit", "take_launches"]
 
-_global = {"on": os.environ.get("ASYNCFUSION_TRACE", "") not in ("", "0"),
-           "out": None}
+logger = logging.getLogger("asyncfusion.trace")
+_global: dict[str, Any] = {"on": os.environ.get("ASYNCFUSION_TRACE", "") not in ("", "0"),
+                           "out": None}
 _lock = threading.Lock()
 _launches_total = [0]
 
 
 def trace_enabled() -> bool:
-    return bool(_global["on"])
+    return bool(_global["on"]) or logger.isEnabledFor(logging.DEBUG)
 
 
 def emit(line: str) -> None:
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug(line)
     if not _global["on"]:
         return
-    out: TextIO = _global["out"] or sys.stdout
+    out: TextIO = _global["out"] or sys.stderr
     with _lock:
         print(f"  {line}", file=out, flush=True)
 
 
 @contextlib.contextmanager
 def tracing(file: TextIO | None = None) -> Iterator[None]:
-    """Print the trace (to ``file`` or stdout) inside this block."""
+    """Print the trace (to ``file``, or stderr) inside this block."""
     prev = dict(_global)
     _global["on"] = True
     _global["out"] = file
@@ -73,7 +82,7 @@ class Counters:
     plan_cache_misses: int = 0
     kernels_generated: int = 0
     submissions: int = 0
-    kernels: _Tally = field(default_factory=_Tally)
+    kernels: _Tally[str] = field(default_factory=_Tally)
 
     def launch(self, name: str) -> None:
         self.launches += 1

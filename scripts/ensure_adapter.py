@@ -2,6 +2,7 @@
 
 import sys
 
+import asyncfusion  # noqa: F401 - first: it gives Mesa a valid XDG_RUNTIME_DIR
 import wgpu
 
 try:

@@ -1,8 +1,10 @@
 """Shared fixtures: every async test runs on asyncio (debug mode) and trio.
 
-``dev`` is a wgpu device with fusion, ``plain`` the same backend unfused, ``ref`` the
-numpy reference backend. A blockbuster guard fails any blocking call made on the
-asyncio event loop thread while a test runs.
+``dev`` is the plugin's ``af_device`` (a wgpu device with fusion), ``plain`` the same
+backend unfused, ``ref`` the numpy reference backend; each fails its test when buffers or
+queued work outlive it (``asyncfusion.pytest_plugin``). A blockbuster guard fails any
+blocking call made on the asyncio event loop thread while a test runs. ``assert_close``
+is ``asyncfusion.testing.assert_array_close``.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ import os
 
 os.environ.setdefault("ASYNCFUSION_DEBUG", "1")  # before asyncfusion reads it
 
-import numpy as np  # noqa: E402
 import numpy.testing  # noqa: E402,F401 - imported lazily it would trip blockbuster
 import pytest  # noqa: E402
 
-import asyncfusion as af  # noqa: E402
+from asyncfusion.pytest_plugin import device_for_test  # noqa: E402
+from asyncfusion.testing import assert_array_close as assert_close  # noqa: E402,F401
+
+pytest_plugins = ["pytester"]
 
 
 @pytest.fixture(params=[pytest.param(("asyncio", {"debug": True}), id="asyncio"),
@@ -35,6 +39,25 @@ def pytest_pycollect_makeitem(collector, name, obj):
             pytest.mark.anyio(obj)
 
 
+# A failed op's Poison keeps its exception, whose traceback keeps the executor's round
+# frame alive, and with it every Request (and tensor) of that round: these tests' tensors
+# outlive them. Kernel/server half; test_plugin.py::test_a_failed_read_leaks_nothing
+# (xfail, strict) turns green when it is fixed, and then this list goes.
+KNOWN_LEAKS = {
+    "test_failure_in_one_stream_leaves_other_streams_working",
+    "test_a_real_failed_allocation_poisons_only_its_dependents",
+    "test_a_broken_custom_op_poisons_only_its_dependents",
+    "test_repr_never_reads_and_shows_failure",
+    "test_a_failed_read_leaks_nothing",
+}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if getattr(item, "originalname", None) in KNOWN_LEAKS:
+            item.add_marker(pytest.mark.af_device(leak_check=False))
+
+
 @pytest.fixture
 def blockbuster():
     from blockbuster import blockbuster_ctx
@@ -44,29 +67,18 @@ def blockbuster():
 
 
 @pytest.fixture
-async def dev(blockbuster):
-    async with af.open_device() as d:
+def dev(blockbuster, af_device):
+    """The plugin's ``af_device`` (fused unless ``--af-fusion=off``), leak-checked."""
+    return af_device
+
+
+@pytest.fixture
+async def plain(blockbuster, request):
+    async with device_for_test(request, fusion=False) as d:
         yield d
 
 
 @pytest.fixture
-async def plain(blockbuster):
-    async with af.open_device(fusion=False) as d:
+async def ref(request):
+    async with device_for_test(request, backend="numpy") as d:
         yield d
-
-
-@pytest.fixture
-async def ref():
-    async with af.open_device("numpy") as d:
-        yield d
-
-
-def assert_close(actual: np.ndarray, expected: np.ndarray, rtol: float = 1e-5,
-                 atol: float = 1e-6) -> None:
-    """Equal dtype and shape; values within tolerance, NaN where numpy has NaN."""
-    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
-    assert actual.shape == expected.shape, (actual.shape, expected.shape)
-    if actual.dtype.kind == "f":
-        np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, equal_nan=True)
-    else:
-        np.testing.assert_array_equal(actual, expected)

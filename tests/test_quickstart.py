@@ -55,7 +55,7 @@ async def test_blocking_door_refuses_inside_event_loop(dev):
         raise AssertionError("to_data_sync() ran inside an event loop")
 
 
-def _run_example(name: str, **env: str) -> str:
+def _run_example(name: str, **env: str) -> tuple[str, str]:
     import os
     import subprocess
     import sys
@@ -65,18 +65,18 @@ def _run_example(name: str, **env: str) -> str:
     proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
                           timeout=120, env={**os.environ, **env})
     assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+    return proc.stdout, proc.stderr
 
 
-def test_quickstart_example_prints_the_seed_trace():
-    out = _run_example("quickstart.py")
-    assert "[block] 3 op(s): Mul(F32), Add(F32), Exp(F32)" in out
-    assert out.count("[launch]") == 1
+def test_quickstart_example_prints_the_seed_trace_to_stderr():
+    out, err = _run_example("quickstart.py")
+    assert "[block] 3 op(s): Mul(F32), Add(F32), Exp(F32)" in err
+    assert err.count("[launch]") == 1 and "[" not in out.replace("[148", "")
     assert "--- result [148.41" in out and "launches: 1" in out
 
 
 def test_seed_loop_example_shows_eight_versus_one_launch():
-    out = _run_example("seed_loop.py")
+    out, _ = _run_example("seed_loop.py")
     assert out.count("8 ops -> 8 launch(es)") == 3
     assert out.count("8 ops -> 1 launch(es)") == 3
 
@@ -93,7 +93,31 @@ def test_trace_env_var_and_take_launches():
     import os
 
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=60, env={**os.environ, "ASYNCFUSION_TRACE": "1"})
+                          timeout=60, env={**os.environ, "ASYNCFUSION_TRACE": "1",
+                                            "XDG_RUNTIME_DIR": "/no/such/dir"})
     assert proc.returncode == 0, proc.stderr
-    assert "[registered] Mul" in proc.stdout and "[launch] elementwise[mul add]" in proc.stdout
-    assert "launches 1" in proc.stdout
+    assert "[registered] Mul" in proc.stderr and "[launch] elementwise[mul add]" in proc.stderr
+    assert "launches 1" in proc.stdout and "[registered]" not in proc.stdout
+    assert "XDG_RUNTIME_DIR" not in proc.stderr
+
+
+def test_trace_through_logging_alone():
+    import logging
+
+    records: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record.getMessage())
+
+    log = logging.getLogger("asyncfusion.trace")
+    handler = Keep()
+    log.addHandler(handler)
+    log.setLevel(logging.DEBUG)
+    try:
+        x = af.tensor([1.0, 2.0])
+        (x * 2.0 + 1.0).to_data_sync()
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(logging.NOTSET)
+    assert any(r.startswith("[launch] elementwise[mul add]") for r in records), records
