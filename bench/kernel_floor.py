@@ -19,13 +19,13 @@ import numpy as np
 import _common as C
 
 import asyncfusion as af
-from asyncfusion.backends.wgpu.codegen import render_elementwise, uniform_words
+from asyncfusion.backends.wgpu.render import param_words, render
 from asyncfusion.backends.wgpu.runtime import Buffer, get_runtime
-from asyncfusion.elementwise import layout_block
+from asyncfusion.kernel import LaunchArgs, Level, lower
 
 
-def chain_layouts(n: int) -> tuple:
-    """(fused layout, [one layout per op]) of the chain on a tensor of n elements."""
+def chain_kernels(n: int) -> tuple:
+    """(fused kernel, [one kernel per op], the last op's kernel) of the chain on n elements."""
     dev = af.Device("numpy")  # records ops only; nothing runs
     x = af.tensor(np.zeros(n, np.float32), device=dev)
     y = C.chain(x)
@@ -33,12 +33,15 @@ def chain_layouts(n: int) -> tuple:
     ops, _ = dev.streams.take(next(iter(dev.streams.queues)))
     ew = [op for op in ops if op.fusible]
     del y
-    return (layout_block(ew, inplace=False), [layout_block([op], inplace=False) for op in ew],
-            layout_block([ew[-1]], inplace=False))
+    def one(block: list) -> object:
+        return lower(block, [Level.ROW] * len(block), (n,), inplace=False).kernel
+
+    singles = [one([op]) for op in ew]
+    return one(ew), singles, singles[-1]
 
 
 def time_kernels(rt, kernels, n: int, reps: int) -> float:
-    """Seconds per pass over ``kernels`` (each a (wgsl, program, scalars)), best of 3."""
+    """Seconds per pass over ``kernels`` (each a (wgsl, kernel, scalars)), best of 3."""
     nbytes = n * 4
     a = Buffer(rt.create_storage(nbytes), nbytes, nbytes)
     b = Buffer(rt.create_storage(nbytes), nbytes, nbytes)
@@ -49,14 +52,13 @@ def time_kernels(rt, kernels, n: int, reps: int) -> float:
         batch = rt.new_batch()
         for _ in range(count):
             src, dst = a, b
-            for wgsl, prog, scalars in kernels:
-                params = np.zeros(uniform_words(prog), np.uint32)
-                params[0] = n // 4 if prog.vec4 else n
-                params[1] = n
-                for k, v in enumerate(scalars):
-                    params[2 + k] = np.float32(v).view(np.uint32)
-                rt.dispatch(batch, wgsl, [(src, "read"), (dst, "read_write")], params,
-                            int(params[0]))
+            for wgsl, kernel, scalars in kernels:
+                count = n // 4 if kernel.vec4 else n
+                words = param_words(kernel, LaunchArgs((n,), (), tuple(scalars)),
+                                    (count, 0, 0, 0))
+                params = np.zeros(-(-len(words) // 4) * 4, np.uint32)
+                params[:len(words)] = words
+                rt.dispatch(batch, wgsl, [(src, "read"), (dst, "read_write")], params, count)
                 src, dst = dst, src
         rt.copy(batch, b.gpu, fence, 4)
         t0 = time.perf_counter()
@@ -86,22 +88,21 @@ def main() -> None:
     rows, results = [], []
     torch = None if args.no_torch else C.import_torch()
     for n in sizes:
-        fused, singles, copy_like = chain_layouts(n)
+        fused, singles, copy_like = chain_kernels(n)
         entry = {"n": n, "workgroups": {}}
         for wg in ([256] if cpu else [256, 512, 1024]):
             rt = get_runtime(None, wg)
-            k_fused = [(render_elementwise(fused.program, wg), fused.program, scalars_chain)]
+            k_fused = [(render(fused, wg), fused, scalars_chain)]
             it = iter(scalars_chain)
-            k_plain = [(render_elementwise(s.program, wg), s.program,
-                        [next(it) for _ in s.program.scalars]) for s in singles]
-            k_copy = [(render_elementwise(copy_like.program, wg), copy_like.program, [])]
+            k_plain = [(render(s, wg), s, [next(it) for _ in s.scalars]) for s in singles]
+            k_copy = [(render(copy_like, wg), copy_like, [])]
             t_f = time_kernels(rt, k_fused, n, args.reps)
             t_p = time_kernels(rt, k_plain, n, args.reps)
             t_c = time_kernels(rt, k_copy, n, args.reps)
             gbs = 2 * n * 4 / t_f / 1e9
             entry["workgroups"][wg] = {"fused_ms": t_f * 1e3, "unfused_ms": t_p * 1e3,
                                        "abs_copy_ms": t_c * 1e3, "fused_GBps": gbs,
-                                       "vec4": fused.program.vec4}
+                                       "vec4": fused.vec4}
             rows.append([C.fmt_size(n), wg, t_f * 1e3, t_p * 1e3, t_c * 1e3, gbs,
                          t_f / t_c])
         if torch is not None and C.torch_device(torch) == "cuda":

@@ -148,8 +148,10 @@ class KernelStep(Step):
         memory = ctx.memory
         kernel = lw.kernel
         storages = [memory.storage(t) for t in inputs]
+        unlent: list[int] = []  # inputs planned to be lent, released after all
         for st in kernel.stores:  # lend in place only what nothing else (a view) holds
             if st.inplace is not None and storages[st.inplace].refs != 1:
+                unlent = [inputs[s.inplace] for s in kernel.stores if s.inplace is not None]
                 kernel = kernel.without_inplace()
                 break
         p, of_input = lw.shape_from
@@ -178,6 +180,8 @@ class KernelStep(Step):
                 stores.append(memory.allocate(tid, size * st.dtype.itemsize).buffer)
         ctx.backend.launch(kernel, LaunchArgs(space, tuple(maps), scalars),
                            [s.buffer for s in storages], stores)
+        for tid in unlent:
+            memory.release(tid)
 
 
 def _out_numel(space: tuple[int, ...], kernel: Kernel) -> int:
