@@ -7,6 +7,7 @@ wide. Backend type names (WGSL's ``f32`` ...) live with the backends, not here.
 
 from __future__ import annotations
 
+import builtins
 import enum
 
 import numpy as np
@@ -36,11 +37,11 @@ class DType(enum.Enum):
         return np.dtype(np.uint32) if self is DType.bool else self.np
 
     @property
-    def is_float(self) -> bool:
+    def is_float(self) -> builtins.bool:
         return self is DType.float32
 
     @property
-    def is_int(self) -> bool:
+    def is_int(self) -> builtins.bool:
         return self in (DType.int32, DType.uint32)
 
     __hash__ = object.__hash__  # members are singletons; Enum's own hash runs Python code

@@ -228,7 +228,7 @@ def _np_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """numpy's power for floats; for integers exact wrapping powers by squaring, with a
     negative exponent giving 0 (or +-1 for a base of +-1), as the WGSL kernels do."""
     if a.dtype.kind == "f":
-        return np.power(a, b)
+        return np.asarray(np.power(a, b))
     a, b = (np.array(v) for v in np.broadcast_arrays(a, b))
     r = np.ones_like(a)
     x = a.copy()
@@ -332,7 +332,7 @@ for _p in [
               lambda a, ty: f"({a[0]} | {a[1]})", "|"),
     Primitive("logical_not", 1, "logical", "Not", np.logical_not,
               lambda a, ty: f"(!{a[0]})", "~"),
-    Primitive("where", 3, "where", "Where", lambda c, a, b: np.where(c, a, b),
+    Primitive("where", 3, "where", "Where", lambda c, a, b: np.asarray(np.where(c, a, b)),
               lambda a, ty: f"select({a[2]}, {a[1]}, {a[0]})"),
     Primitive("cast", 1, "cast", "Cast", lambda a: a, lambda a, ty: f"{ty.t}({a[0]})"),
     Primitive("copy", 1, "same", "Copy", lambda a: a, lambda a, ty: a[0]),

@@ -103,7 +103,7 @@ class _Run:
                         values[j] = self._eval(ins.op, ins.compute, ins.out, ins.args)
 
     def _eval(self, op: str, compute: DType, out: DType, args: tuple[Arg, ...]) -> np.ndarray:
-        vals = []
+        vals: list[np.ndarray] = []
         for a in args:
             x = self.operand(a)
             if op == "cast" or (op == "where" and not vals):

@@ -68,12 +68,12 @@ class _Writer:
         self.emit("@group(0) @binding(0) var<uniform> params: Params;", 0)
         binding = 1
         for i, ld in enumerate(k.loads):
-            st = STORAGE_TYPE[ld.dtype]
+            word = STORAGE_TYPE[ld.dtype]
             if self.v4 and ld.dense:
-                st = f"vec4<{st}>"
+                word = f"vec4<{word}>"
             access = "read_write" if i in self.written else "read"
             self.emit(f"@group(0) @binding({binding}) var<storage, {access}> in{i}: "
-                      f"array<{st}>;", 0)
+                      f"array<{word}>;", 0)
             binding += 1
         for j, st in enumerate(k.stores):
             if st.inplace is not None:
