@@ -255,8 +255,30 @@ class Server:
             raise req.error
         if req.token is None:
             return None
-        token, req.token = req.token, None
-        # Shielded: the map is already under way and ends when the GPU does; a cancel
-        # arriving now takes effect at the caller's next checkpoint, after unmap.
-        with anyio.CancelScope(shield=True):
-            return await anyio.to_thread.run_sync(self.executor.backend.finish_read, token)
+        # The staging buffer now belongs to this reader. Exactly one of two things gives it
+        # back: the worker thread (finish_read), or this task when it is cancelled before
+        # the worker took the token. anyio's shield does not stop asyncio-native
+        # cancellation (task.cancel(), wait_for), and a cancel that lands while run_sync
+        # waits for a thread slot means the function never runs at all.
+        box = [req.token]
+        req.token = None
+        backend = self.executor.backend
+
+        def finish() -> np.ndarray | None:
+            try:
+                token = box.pop()  # atomic: the worker or the cancelled reader, not both
+            except IndexError:
+                return None
+            return backend.finish_read(token)
+
+        try:
+            # Shielded: the map is already under way and ends when the GPU does; an
+            # anyio cancel takes effect at the caller's next checkpoint, after unmap.
+            with anyio.CancelScope(shield=True):
+                return await anyio.to_thread.run_sync(finish)
+        except BaseException:
+            try:
+                backend.discard_read(box.pop())
+            except IndexError:
+                pass  # the worker has it, and gives it back when the map ends
+            raise
