@@ -27,7 +27,7 @@ from .errors import BlockingCallError, DeviceClosedError
 from .fusion import Fusion, Plain
 from .ir import OperationIr, TensorIr
 from .server import Executor, Request, Server
-from .stream import StreamId, Streams
+from .stream import StreamId, Streams, current_stream
 from .trace import Counters, CounterSnapshot
 
 __all__ = ["Device", "open_device", "default_device"]
@@ -99,9 +99,11 @@ class Device:
         stream."""
         if self._closed:
             raise self._server._dead_error()
-        n = self.streams.register(StreamId.current(), op, inputs, out)
-        if n == self.streams.flush_threshold:
-            self._poke()
+        key, owner = current_stream()
+        streams = self.streams
+        n = streams.register(key, op, inputs, out, owner)
+        if n == streams.flush_threshold or (n == 1 and streams.crowded()):
+            self._poke()  # a long queue to run, or many streams, some maybe ended
 
     def _poke(self) -> None:
         server = self._server

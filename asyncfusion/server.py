@@ -54,6 +54,7 @@ class Executor:
         self.handles = Handles()
 
     def round(self, requests: list[Request], sync: bool) -> None:
+        self.streams.reclaim()  # dead work of ended tasks goes without running
         for tid in self.streams.take_freeable():
             self._release(tid)
         keys = self.streams.keys() if sync else list(
