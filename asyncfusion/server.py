@@ -24,7 +24,8 @@ import numpy as np
 from . import _debug
 from .backends.base import Handles, Poison
 from .errors import DeviceClosedError, DeviceLostError, ExecutionError
-from .ir import OperationIr
+from .fusion.plan import run_unfused
+from .ir import DropOp, OperationIr
 from .stream import Streams
 from .trace import Counters, emit, trace_enabled
 
@@ -126,7 +127,16 @@ class Executor:
         if trace_enabled():
             for op in ops:
                 emit(f"[registered] {op.describe()}")
-        self.runner.run(ops, self.handles)
+        try:
+            self.runner.run(ops, self.handles)
+        except Exception:  # noqa: BLE001 - a bug outside the steps' own isolation
+            # These ops have left their queue: if they are not run now, their outputs are
+            # lost for good. Run what did not run, op by op, each failure isolated.
+            handles = self.handles
+            for op in ops:
+                outs = op.outputs()
+                if type(op) is DropOp or not all(t.id in handles for t in outs):
+                    run_unfused(op, self.backend, handles)
 
     def _release(self, tid: int) -> None:
         h = self.handles.pop(tid, None)

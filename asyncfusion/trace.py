@@ -13,13 +13,13 @@ import sys
 import threading
 from collections import Counter as _Tally
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Any, TextIO
 from collections.abc import Iterator
 
 __all__ = ["Counters", "CounterSnapshot", "tracing", "trace_enabled", "emit", "take_launches"]
 
-_global = {"on": os.environ.get("ASYNCFUSION_TRACE", "") not in ("", "0"),
-           "out": None}
+_global: dict[str, Any] = {"on": os.environ.get("ASYNCFUSION_TRACE", "") not in ("", "0"),
+                           "out": None, "broken": None}
 _lock = threading.Lock()
 _launches_total = [0]
 
@@ -29,11 +29,18 @@ def trace_enabled() -> bool:
 
 
 def emit(line: str) -> None:
+    """Write one trace line. A sink that fails (closed, a broken pipe) is left alone from
+    then on: the trace is a diagnostic and must never fail the work it describes."""
     if not _global["on"]:
         return
     out: TextIO = _global["out"] or sys.stdout
     with _lock:
-        print(f"  {line}", file=out, flush=True)
+        if out is _global["broken"]:
+            return
+        try:
+            print(f"  {line}", file=out, flush=True)
+        except Exception:  # noqa: BLE001 - OSError, ValueError (closed file), anything
+            _global["broken"] = out
 
 
 @contextlib.contextmanager
