@@ -206,16 +206,38 @@ async def open_device(backend: str = "wgpu", *, fusion: bool = True,
                              max_storage_bindings=max_storage_bindings, workgroup=workgroup,
                              flush_threshold=flush_threshold)
     dev = await anyio.to_thread.run_sync(make)  # adapter setup blocks for ~0.5 s
+    body: BaseException | None = None
     try:
         async with BlockingPortal() as portal, anyio.create_task_group() as tg:
             await tg.start(dev._serve, portal)
             try:
                 yield dev
+            except BaseException as exc:
+                body = exc
+                raise
             finally:
                 dev._mark_closed()
                 tg.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # The portal's and the server's task groups each wrap what the body raised; a
+        # single exception from the body comes out as itself, so 'except ValueError'
+        # around the block works. Anything else that failed as well keeps the group.
+        if body is None or _only_leaf(group) is not body:
+            raise
     finally:
         dev._mark_closed()
+    if body is not None:
+        raise body
+
+
+def _only_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The one exception inside nested single-member groups, or None."""
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup):
+        if len(exc.exceptions) != 1:
+            return None
+        exc = exc.exceptions[0]
+    return exc
 
 
 _default: dict[str, Any] = {}
