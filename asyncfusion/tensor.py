@@ -97,6 +97,22 @@ class Tensor:
         except Exception:  # noqa: BLE001 - interpreter shutdown: nothing left to free
             pass
 
+    # -- copying and pickling ------------------------------------------------------------
+    # A tensor is an immutable value (no op writes into it), so a copy shares it: the
+    # copy is the tensor itself, as for tuples. A field-by-field copy would own the same
+    # id and free its data when it went away.
+    def __copy__(self) -> Tensor:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
+        return self
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise TypeError(
+            f"a lazy Tensor (t{self.id}) cannot be pickled: its data lives on a device. Read "
+            "it with 'await t.to_data()' (or t.to_data_sync()), pickle the numpy array, and "
+            "rebuild it with asyncfusion.tensor(array)")
+
     # -- IR ------------------------------------------------------------------------------
     def ir(self) -> TensorIr:
         """This tensor as an op input (ReadOnly; the server upgrades its last use)."""
