@@ -30,7 +30,7 @@ from .server import Executor, Request, Server
 from .stream import StreamId, Streams, current_stream
 from .trace import Counters, CounterSnapshot
 
-__all__ = ["Device", "open_device", "default_device"]
+__all__ = ["Device", "open_device", "default_device", "as_device"]
 
 
 _numbers = itertools.count(1)
@@ -42,6 +42,7 @@ class Device:
     def __init__(self, backend: str = "wgpu", *, fusion: bool = True,
                  max_storage_bindings: int | None = None, workgroup: int | None = None,
                  flush_threshold: int = 512) -> None:
+        _check_options(backend, fusion, max_storage_bindings, workgroup, flush_threshold)
         self.counters = Counters()
         if backend == "wgpu":
             from .backends.wgpu.backend import WgpuBackend
@@ -190,6 +191,35 @@ class Device:
 
     def _mark_closed(self) -> None:
         self._closed = True
+
+
+def _check_options(backend: Any, fusion: Any, max_storage_bindings: Any, workgroup: Any,
+                   flush_threshold: Any) -> None:
+    """Refuse bad device options when the device opens, naming the option."""
+    if backend not in ("wgpu", "numpy"):
+        raise ValueError(f"unknown backend {backend!r}; use 'wgpu' or 'numpy'")
+    if not isinstance(fusion, bool):
+        raise TypeError(f"fusion must be True or False, not {fusion!r}")
+    for name, value, low in (("max_storage_bindings", max_storage_bindings, 4),
+                             ("workgroup", workgroup, 1),
+                             ("flush_threshold", flush_threshold, 1)):
+        if value is None and name != "flush_threshold":
+            continue
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{name} must be an int, not {value!r}")
+        if value < low:
+            raise ValueError(f"{name} must be at least {low}, not {value}")
+
+
+def as_device(device: Any) -> Device:
+    """``device`` if it is a Device, else a TypeError that says what to pass."""
+    if isinstance(device, Device):
+        return device
+    if isinstance(device, contextlib.AbstractAsyncContextManager):
+        raise TypeError("device= got open_device() itself; enter it first: "
+                        "'async with asyncfusion.open_device() as dev:' and pass dev")
+    raise TypeError(f"device must be an asyncfusion Device (from open_device() or "
+                    f"default_device()), not {device!r}")
 
 
 @contextlib.asynccontextmanager

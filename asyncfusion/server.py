@@ -71,7 +71,10 @@ class Executor:
             if isinstance(h, Poison):
                 r.error = self._error(f"tensor t{r.tensor.id} could not be computed", h.error)
             elif h is None:
-                r.error = ExecutionError(f"tensor t{r.tensor.id} has no data on the device")
+                r.error = ExecutionError(
+                    f"tensor t{r.tensor.id} has no data on the device: no op computes it (a "
+                    "Tensor built by hand?); make tensors with asyncfusion.tensor(), zeros(), "
+                    "ones(), full(), arange(), rand() or randn()")
             else:
                 try:
                     r.token = self.backend.stage_read(h, r.tensor.shape, r.tensor.dtype)

@@ -20,6 +20,7 @@ from .ir import (ELEMENTWISE, CatOp, ElementwiseOp, ReduceOp,
 __all__ = ["Tensor", "elementwise", "where", "minimum", "maximum", "cat"]
 
 _ids = itertools.count(1)
+MAX_DIM = 2**32 - 1  # kernels hold dimensions in u32 uniforms
 _NOT_INIT = TensorStatus.NOT_INIT
 _READ_ONLY = TensorStatus.READ_ONLY
 _SCALARS = (int, float, bool, np.integer, np.floating, np.bool_)
@@ -85,6 +86,11 @@ class Tensor:
     __array_priority__ = 1000  # numpy scalars on the left defer to our operators
 
     def __init__(self, shape: tuple[int, ...], dtype: DType, device: Any) -> None:
+        if type(shape) is not tuple or type(dtype) is not DType or not hasattr(
+                device, "streams"):
+            raise TypeError("Tensor(shape, dtype, device) is made by asyncfusion's ops; "
+                            "create tensors with asyncfusion.tensor(), zeros(), ones(), "
+                            "full(), arange(), rand() or randn()")
         self.id = next(_ids)
         self.shape = shape
         self.dtype = dtype
@@ -228,6 +234,7 @@ class Tensor:
         shape = tuple(1 if d in reduced else s for d, s in enumerate(self.shape)
                       if keepdims or d not in reduced)
         dtype = DType.float32 if op == "mean" else self.dtype
+        _check_size(shape, self.device, what)
         out = Tensor(shape, dtype, self.device)
         out_ir = out.out_ir()
         self.device.register(ReduceOp(op, self.ir(), ax, keepdims, out_ir), (self.id,), out_ir)
@@ -247,12 +254,21 @@ class Tensor:
 
 
 
+def check_dims(dims: tuple[int, ...] | list[int], what: str) -> None:
+    """Refuse a dimension larger than kernels index (an empty tensor has no size check)."""
+    for d in dims:
+        if d > MAX_DIM:
+            raise LimitError(f"{what}: dimension {d} in {tuple(dims)} is larger than "
+                             f"{MAX_DIM}, the largest asyncfusion indexes")
+
+
 def _reshape_target(src: tuple[int, ...], shape: tuple[Any, ...]) -> tuple[int, ...]:
     dims = []
     for d in shape:
         if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
             raise ShapeError(f"reshape: dimensions must be ints, got {d!r} in {shape}")
         dims.append(int(d))
+    check_dims(dims, "reshape")
     if dims.count(-1) > 1 or any(d < -1 for d in dims):
         raise ShapeError(f"reshape: invalid shape {tuple(dims)}; use non-negative sizes and "
                          "at most one -1")
@@ -393,9 +409,21 @@ def _with_scalars(op: str, args: tuple[Any, ...], compute: DType
         value = a.item() if isinstance(a, np.generic) else a
         if compute.is_int and not isinstance(value, bool):
             _scalar_dtype(value, compute, _SYMBOLS.get(op, op))  # range check
+        elif type(value) is int and compute is DType.float32:
+            _float_scalar(value, _SYMBOLS.get(op, op))
         irs.append(_SCALAR_IR[compute])
         scalars.append(value)
     return tuple(irs), tuple(scalars)
+
+
+def _float_scalar(value: int, what: str) -> None:
+    """A Python int beside a float tensor must convert to a float, as numpy requires."""
+    try:
+        float(value)
+    except OverflowError:
+        raise OverflowError(f"{what}: the int {str(value)[:20]}... ({value.bit_length()} bits) "
+                            "is too large to convert to float; pass a float (for example "
+                            "float('inf')) or a smaller number") from None
 
 
 def where(cond: Tensor, a: Any, b: Any) -> Tensor:

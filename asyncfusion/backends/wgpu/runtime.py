@@ -76,7 +76,11 @@ class Runtime:
             if max_storage_bindings < 4:
                 raise ValueError("max_storage_bindings must be at least 4 (one op binds up to 4)")
             want = min(want, max_storage_bindings)
-        invocations = lim["max-compute-invocations-per-workgroup"]
+        invocations = min(lim["max-compute-invocations-per-workgroup"],
+                          lim["max-compute-workgroup-size-x"])
+        if workgroup is not None and workgroup > invocations:
+            raise ValueError(f"workgroup={workgroup} is larger than this adapter allows "
+                             f"({invocations} invocations); pass at most {invocations}")
         cpu = adapter.info["adapter_type"] == "CPU"
         self.workgroup = workgroup or min(256 if cpu else 512, invocations)
         # A real GPU runs submitted work while we encode more: submit early and often.
