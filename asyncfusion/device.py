@@ -12,13 +12,15 @@ import atexit
 import contextlib
 import functools
 import itertools
+import os
 import threading
+import weakref
 from typing import Any
 from collections.abc import AsyncIterator, Iterator
 
 import anyio
 import numpy as np
-from anyio.from_thread import BlockingPortal, start_blocking_portal
+from anyio.from_thread import BlockingPortal
 
 from ._debug import in_event_loop
 from .backends.base import MemoryStats
@@ -61,6 +63,7 @@ class Device:
         self._portal: BlockingPortal | None = None
         self._closed = False
         self.number = next(_numbers)
+        _DEVICES.add(self)
 
     def __repr__(self) -> str:
         mode = "fusion" if self.fusion else "plain"
@@ -270,7 +273,55 @@ def _only_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException | None
     return exc
 
 
-_default: dict[str, Any] = {}
+class _DefaultServer:
+    """The default device's server, on a daemon thread with its own event loop.
+
+    Plain objects only (no generator context manager): a forked child, or a setup
+    interrupted by Ctrl-C, drops them without running any clean-up that waits on a
+    thread that is not there.
+    """
+
+    def __init__(self, dev: Device) -> None:
+        self.dev = dev
+        self.portal: BlockingPortal | None = None
+        self.ready = threading.Event()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._main, name="asyncfusion-default-device",
+                                       daemon=True)
+
+    def _main(self) -> None:
+        try:
+            anyio.run(self._serve)
+        except BaseException as exc:  # noqa: BLE001 - handed to the thread that waits
+            self.error = exc
+        finally:
+            self.dev._mark_closed()
+            self.ready.set()
+
+    async def _serve(self) -> None:
+        async with BlockingPortal() as portal, anyio.create_task_group() as tg:
+            self.portal = portal
+            await tg.start(self.dev._serve, portal)
+            self.ready.set()
+            await portal.sleep_until_stopped()
+            tg.cancel_scope.cancel()
+
+    def start(self) -> None:
+        self.thread.start()
+        self.ready.wait()
+        if self.error is not None or self.portal is None:
+            raise DeviceClosedError("the default device's server did not start") from self.error
+
+    def stop(self) -> None:
+        self.dev._mark_closed()
+        portal = self.portal
+        if portal is not None and self.thread.is_alive():
+            with contextlib.suppress(Exception):
+                portal.call(portal.stop, True)
+            self.thread.join(timeout=10)
+
+
+_default: dict[str, _DefaultServer] = {}
 _default_lock = threading.Lock()
 
 
@@ -281,29 +332,41 @@ def default_device() -> Device:
     so reads need no thread hop.
     """
     with _default_lock:
-        dev = _default.get("device")
-        if dev is not None and not dev.closed and not dev.lost:
-            return dev
+        current = _default.get("server")
+        if current is not None and not current.dev.closed and not current.dev.lost:
+            return current.dev
         _close_default()
-        cm = start_blocking_portal()
-        portal = cm.__enter__()
-        dev = Device("wgpu")
-        future = portal.start_task_soon(dev._serve, portal)
-        while dev._server.thread is None and not future.done():
-            portal.call(anyio.sleep, 0)
-        _default.update(device=dev, cm=cm, future=future)
+        dev = Device("wgpu")  # the adapter first: if there is none, no thread was started
+        server = _DefaultServer(dev)
+        try:
+            server.start()
+        except BaseException:  # Ctrl-C while it starts, too: leave no server behind
+            server.stop()
+            raise
+        _default["server"] = server
         return dev
 
 
 @atexit.register
 def _close_default() -> None:
-    dev = _default.pop("device", None)
-    cm = _default.pop("cm", None)
-    future = _default.pop("future", None)
-    if dev is not None:
-        dev._mark_closed()
-    if future is not None:
-        future.cancel()
-    if cm is not None:
-        with contextlib.suppress(Exception):
-            cm.__exit__(None, None, None)
+    server = _default.pop("server", None)
+    if server is not None:
+        server.stop()
+
+
+_DEVICES: weakref.WeakSet[Device] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """In a forked child, every device of the parent is unusable (its server thread,
+    executor and GPU state did not come along): fail fast instead of hanging."""
+    global _default_lock
+    _default_lock = threading.Lock()  # another thread may have held it at the fork
+    _default.clear()  # no clean-up: it would wait on the parent's threads
+    for dev in list(_DEVICES):
+        dev._server.forked = True
+        dev._portal = None
+        dev._closed = True
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -153,6 +153,11 @@ class Executor:
             self.backend.close()
         except Exception:  # noqa: BLE001 - a lost device has nothing left to give back
             pass
+        rt = getattr(self.backend, "rt", None)
+        if rt is not None:  # the last device on a wgpu device lets it go
+            from .backends.wgpu.runtime import detach
+
+            detach(rt)
 
 
 class Server:
@@ -167,6 +172,7 @@ class Server:
         self.error: BaseException | None = None
         self.crash: BaseException | None = None  # test hook: raise this in the server loop
         self.stopped = False
+        self.forked = False  # this process is a fork of the one that opened the device
         self.on_stop: Any = None  # called as soon as the server stops taking requests
 
     def post(self, req: Request, sync: bool = False) -> None:
@@ -183,6 +189,12 @@ class Server:
             self.wake.set()
 
     def _dead_error(self) -> DeviceClosedError:
+        if self.forked:
+            return DeviceClosedError(
+                "this device was opened before os.fork(), and a forked child cannot use it "
+                "(its server thread and GPU state stay in the parent). Open devices in the "
+                "child only, with multiprocessing's 'spawn' or 'forkserver' start method if "
+                "the parent used the GPU, or use open_device('numpy') there")
         if self.error is not None:
             err = DeviceClosedError(f"the device server died ({self.error!r}); open a new device")
             err.__cause__ = self.error
