@@ -60,6 +60,36 @@ def _nan_select(fn: str) -> Rule:
     )
 
 
+def _ieee(op: str, flip: str) -> Rule:
+    """Float add/sub that keep IEEE special values: lavapipe folds ``x - x`` (and, fused,
+    ``x + (-x)``) to 0 even for inf and NaN. The result is NaN, by bits the compiler
+    cannot fold, when an operand is NaN or both are infinities that cancel."""
+    def rule(a: list[str], ty: Ty) -> str:
+        expr = f"({a[0]} {op} {a[1]})"
+        if not ty.dtype.is_float:
+            return expr
+        u = "vec4<u32>" if ty.vec4 else "u32"
+        bits = [f"bitcast<{u}>({x})" for x in a]
+        inf = f"(({bits[0]} & {u}(0x7fffffffu)) == {u}(0x7f800000u))"
+        cancel = f"({inf} & ({bits[0]} == ({bits[1]} ^ {u}({flip}))))"
+        nan = f"{ty.t}(bitcast<f32>(0x7fc00000u))"
+        return (f"select({expr}, {nan}, {isnan(a[0], ty.vec4)} | {isnan(a[1], ty.vec4)} | "
+                f"{cancel})")
+    return rule
+
+
+def _tanh(a: list[str], ty: Ty) -> str:
+    """tanh: the builtin (exp-based, clamped to stay finite) loses all accuracy near 0,
+    so |x| < 0.1 uses the odd series to x^7 (error below float32 rounding there)."""
+    x, c = a[0], ty.const
+    x2 = f"({x} * {x})"
+    series = (f"({x} * ({c('1.0')} + {x2} * ({c('-0.33333334')} + {x2} * ({c('0.13333334')}"
+              f" + {x2} * {c('-0.053968254')}))))")
+    big = f"tanh(clamp({x}, {c('-10.0')}, {c('10.0')}))"
+    return (f"select(select({big}, {series}, abs({x}) < {c('0.1')}), {x}, "
+            f"{isnan(x, ty.vec4)})")
+
+
 def _pow(a: list[str], ty: Ty) -> str:
     """Float: numpy's power (negative bases, 0**-1, 1**nan). Integer: exact, by squaring,
     wrapping like numpy; a negative exponent gives 0 (or +-1 for a base of +-1)."""
@@ -79,8 +109,8 @@ def _cmp(sym: str) -> Rule:
 
 
 RULES: dict[str, Rule] = {
-    "add": lambda a, ty: f"({a[0]} + {a[1]})",
-    "sub": lambda a, ty: f"({a[0]} - {a[1]})",
+    "add": _ieee("+", "0x80000000u"),
+    "sub": _ieee("-", "0u"),
     "mul": lambda a, ty: f"({a[0]} * {a[1]})",
     "div": lambda a, ty: f"({a[0]} / {a[1]})",
     "pow": _pow,
@@ -95,9 +125,7 @@ RULES: dict[str, Rule] = {
     "sqrt": lambda a, ty: f"sqrt({a[0]})",
     "sin": lambda a, ty: f"sin({a[0]})",
     "cos": lambda a, ty: f"cos({a[0]})",
-    # tanh(x) for |x| > 10 is +-1 in f32; clamping keeps exp-based implementations finite.
-    "tanh": lambda a, ty: f"select(tanh(clamp({a[0]}, {ty.const('-10.0')}, {ty.const('10.0')})),"
-                          f" {a[0]}, {isnan(a[0], ty.vec4)})",
+    "tanh": _tanh,
     "sigmoid": lambda a, ty: f"({ty.const('1.0')} / ({ty.const('1.0')} + exp(-{a[0]})))",
     "eq": _cmp("=="),
     "ne": _cmp("!="),
@@ -115,12 +143,24 @@ RULES: dict[str, Rule] = {
 _POW = """
 fn af_pow(a: f32, b: f32) -> f32 {
   if (b == 0.0 || a == 1.0) { return 1.0; }
-  if (a == 0.0 && b < 0.0) { return bitcast<f32>(0x7f800000u); }
+  let inf = bitcast<f32>(0x7f800000u);
+  let abits = bitcast<u32>(a) & 0x7fffffffu;
+  let bbits = bitcast<u32>(b) & 0x7fffffffu;
+  if (abits > 0x7f800000u || bbits > 0x7f800000u) { return bitcast<f32>(0x7fc00000u); }
+  let neg = (bitcast<u32>(a) & 0x80000000u) != 0u;
+  let odd = bbits < 0x4b800000u && b == floor(b) && fract(b * 0.5) == 0.5;
+  if (abits == 0u || abits == 0x7f800000u) {
+    let mag = select(0.0, inf, (abits == 0u) == (b < 0.0));
+    return select(mag, -mag, neg && odd);
+  }
+  if (bbits == 0x7f800000u) {
+    if (abits == 0x3f800000u) { return 1.0; }
+    return select(0.0, inf, (abits > 0x3f800000u) == (b > 0.0));
+  }
   let r = pow(abs(a), b);
-  if (a >= 0.0 || (bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u) { return r; }
+  if (!neg) { return r; }
   if (b != floor(b)) { return bitcast<f32>(0x7fc00000u); }
-  if (fract(b * 0.5) != 0.0) { return -r; }
-  return r;
+  return select(r, -r, odd);
 }
 fn af_upow(a: u32, b: u32) -> u32 {
   var r = 1u;
