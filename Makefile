@@ -1,5 +1,5 @@
 # The two commands a newcomer needs (see README.md): `make demo` and `make test`.
-.PHONY: demo test bench
+.PHONY: demo test stress bench
 
 export XDG_RUNTIME_DIR ?= /tmp
 
@@ -10,6 +10,10 @@ demo:
 test:
 	bash scripts/setup.sh test
 	ASYNCFUSION_DEBUG=1 .venv/bin/python -m pytest -q
+
+stress:
+	bash scripts/setup.sh test
+	ASYNCFUSION_DEBUG=1 .venv/bin/python -m pytest -q -m stress tests/stress
 
 bench:
 	bash scripts/setup.sh
