@@ -1,7 +1,7 @@
 # The two commands a newcomer needs (see README.md): `make demo` and `make test`.
 # Also: `make docs` (the site, --strict), `make typecheck` (mypy --strict),
 # `make sdist-check` (build the sdist, install it in a fresh venv, run its smoke tests).
-.PHONY: demo test bench docs docs-serve typecheck sdist-check
+.PHONY: demo test stress bench docs docs-serve typecheck sdist-check
 
 demo:
 	bash scripts/setup.sh
@@ -10,6 +10,10 @@ demo:
 test:
 	bash scripts/setup.sh test
 	ASYNCFUSION_DEBUG=1 .venv/bin/python -m pytest -q
+
+stress:
+	bash scripts/setup.sh test
+	ASYNCFUSION_DEBUG=1 .venv/bin/python -m pytest -q -m stress tests/stress
 
 bench:
 	bash scripts/setup.sh

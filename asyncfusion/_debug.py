@@ -21,7 +21,10 @@ def in_event_loop() -> bool:
     if asyncio._get_running_loop() is not None:
         return True
     trio = sys.modules.get("trio")
-    return trio is not None and trio.lowlevel.in_trio_run()
+    try:
+        return trio is not None and bool(trio.lowlevel.in_trio_run())
+    except AttributeError:  # trio half imported by another thread: not running here
+        return False
 
 
 def assert_off_loop(what: str) -> None:

@@ -12,7 +12,7 @@ import numpy as np
 from .dtype import DType, as_dtype, from_numpy
 from .errors import DataError, ShapeError
 from .ir import InitOp
-from .tensor import Tensor, _check_size
+from .tensor import Tensor, _check_size, check_dims
 
 __all__ = ["tensor", "zeros", "ones", "full", "arange", "rand", "randn", "from_numpy_array",
            "zeros_like", "ones_like", "full_like"]
@@ -21,11 +21,9 @@ _RANGES = {DType.int32: (-(2**31), 2**31 - 1), DType.uint32: (0, 2**32 - 1)}
 
 
 def _device(device: Any) -> Any:
-    if device is None:
-        from .device import default_device
+    from .device import as_device, default_device
 
-        return default_device()
-    return device
+    return default_device() if device is None else as_device(device)
 
 
 def _shape(shape: Any) -> tuple[int, ...]:
@@ -38,6 +36,7 @@ def _shape(shape: Any) -> tuple[int, ...]:
     for d in dims:
         if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 0:
             raise ShapeError(f"shape {dims} is invalid: every dimension must be an int >= 0")
+    check_dims(dims, "shape")
     return tuple(int(d) for d in dims)
 
 
@@ -104,11 +103,22 @@ def full(shape: Any, value: Any, dtype: Any = None, *, device: Any = None) -> Te
 
 
 def zeros(shape: Any, dtype: Any = DType.float32, *, device: Any = None) -> Tensor:
+    """A tensor of ``shape`` filled with 0 (give the shape as one tuple: ``zeros((2, 3))``)."""
+    _one_shape("zeros", shape, dtype)
     return full(shape, 0, dtype, device=device)
 
 
 def ones(shape: Any, dtype: Any = DType.float32, *, device: Any = None) -> Tensor:
+    """A tensor of ``shape`` filled with 1 (give the shape as one tuple: ``ones((2, 3))``)."""
+    _one_shape("ones", shape, dtype)
     return full(shape, 1, dtype, device=device)
+
+
+def _one_shape(name: str, shape: Any, dtype: Any) -> None:
+    if isinstance(dtype, (int, np.integer)) and not isinstance(dtype, bool):
+        dims = (shape if isinstance(shape, tuple) else (shape,)) + (dtype,)
+        raise TypeError(f"{name}{dims}: the second argument is the dtype; give the shape as "
+                        f"one tuple: asyncfusion.{name}({dims})")
 
 
 def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any = None, *,

@@ -36,11 +36,16 @@ def elementwise_op(name: str, *, wgsl: str, numpy: Callable[..., Any], arity: in
         raise ValueError(f"an element-wise op named {name!r} exists already")
     if rule not in ("float", "numeric") or not 1 <= arity <= 3:
         raise ValueError("rule must be 'float' or 'numeric' and arity 1..3")
+    if not isinstance(wgsl, str):
+        raise TypeError(f"wgsl must be a WGSL expression string, not {wgsl!r}")
+    if not callable(numpy):
+        raise TypeError(f"numpy must be a function on numpy arrays, not {numpy!r}")
     try:
         wgsl.format(*[f"a{i}" for i in range(arity)], T="f32")
-    except (IndexError, KeyError) as exc:
-        raise ValueError(f"wgsl template {wgsl!r} uses a placeholder other than "
-                         f"{{0}}..{{{arity - 1}}} and {{T}}") from exc
+    except (IndexError, KeyError, AttributeError, ValueError) as exc:
+        raise ValueError(f"wgsl template {wgsl!r} is not valid ({type(exc).__name__}: "
+                         f"{exc}); use only the placeholders {{0}}..{{{arity - 1}}} and "
+                         "{T}, and write literal braces as {{ }}") from exc
 
     def lower(args: list[str], ty: Ty) -> str:
         return f"({wgsl.format(*args, T=ty.t)})"

@@ -12,13 +12,15 @@ import atexit
 import contextlib
 import functools
 import itertools
+import os
 import threading
+import weakref
 from typing import Any
 from collections.abc import AsyncIterator, Iterator
 
 import anyio
 import numpy as np
-from anyio.from_thread import BlockingPortal, start_blocking_portal
+from anyio.from_thread import BlockingPortal
 
 from ._debug import in_event_loop
 from .backends.base import MemoryStats
@@ -27,10 +29,10 @@ from .errors import BlockingCallError, DeviceClosedError
 from .engine import Fusion, Plain
 from .ir import OperationIr, TensorIr
 from .server import Executor, Request, Server
-from .stream import StreamId, Streams
+from .stream import StreamId, Streams, current_stream
 from .trace import Counters, CounterSnapshot
 
-__all__ = ["Device", "open_device", "default_device"]
+__all__ = ["Device", "open_device", "default_device", "as_device"]
 
 
 _numbers = itertools.count(1)
@@ -42,6 +44,7 @@ class Device:
     def __init__(self, backend: str = "wgpu", *, fusion: bool = True,
                  max_storage_bindings: int | None = None, workgroup: int | None = None,
                  flush_threshold: int = 512) -> None:
+        _check_options(backend, fusion, max_storage_bindings, workgroup, flush_threshold)
         self.counters = Counters()
         if backend == "wgpu":
             from .backends.wgpu.backend import WgpuBackend
@@ -60,6 +63,7 @@ class Device:
         self._portal: BlockingPortal | None = None
         self._closed = False
         self.number = next(_numbers)
+        _DEVICES.add(self)
 
     def __repr__(self) -> str:
         mode = "fusion" if self.fusion else "plain"
@@ -100,9 +104,11 @@ class Device:
         stream."""
         if self._closed:
             raise self._server._dead_error()
-        n = self.streams.register(StreamId.current(), op, inputs, out)
-        if n == self.streams.flush_threshold:
-            self._poke()
+        key, owner = current_stream()
+        streams = self.streams
+        n = streams.register(key, op, inputs, out, owner)
+        if n == streams.flush_threshold or (n == 1 and streams.crowded()):
+            self._poke()  # a long queue to run, or many streams, some maybe ended
 
     def _poke(self) -> None:
         server = self._server
@@ -193,6 +199,35 @@ class Device:
         self._closed = True
 
 
+def _check_options(backend: Any, fusion: Any, max_storage_bindings: Any, workgroup: Any,
+                   flush_threshold: Any) -> None:
+    """Refuse bad device options when the device opens, naming the option."""
+    if backend not in ("wgpu", "numpy"):
+        raise ValueError(f"unknown backend {backend!r}; use 'wgpu' or 'numpy'")
+    if not isinstance(fusion, bool):
+        raise TypeError(f"fusion must be True or False, not {fusion!r}")
+    for name, value, low in (("max_storage_bindings", max_storage_bindings, 4),
+                             ("workgroup", workgroup, 1),
+                             ("flush_threshold", flush_threshold, 1)):
+        if value is None and name != "flush_threshold":
+            continue
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{name} must be an int, not {value!r}")
+        if value < low:
+            raise ValueError(f"{name} must be at least {low}, not {value}")
+
+
+def as_device(device: Any) -> Device:
+    """``device`` if it is a Device, else a TypeError that says what to pass."""
+    if isinstance(device, Device):
+        return device
+    if isinstance(device, contextlib.AbstractAsyncContextManager):
+        raise TypeError("device= got open_device() itself; enter it first: "
+                        "'async with asyncfusion.open_device() as dev:' and pass dev")
+    raise TypeError(f"device must be an asyncfusion Device (from open_device() or "
+                    f"default_device()), not {device!r}")
+
+
 @contextlib.asynccontextmanager
 async def open_device(backend: str = "wgpu", *, fusion: bool = True,
                       max_storage_bindings: int | None = None, workgroup: int | None = None,
@@ -207,19 +242,89 @@ async def open_device(backend: str = "wgpu", *, fusion: bool = True,
                              max_storage_bindings=max_storage_bindings, workgroup=workgroup,
                              flush_threshold=flush_threshold)
     dev = await anyio.to_thread.run_sync(make)  # adapter setup blocks for ~0.5 s
+    body: BaseException | None = None
     try:
         async with BlockingPortal() as portal, anyio.create_task_group() as tg:
             await tg.start(dev._serve, portal)
             try:
                 yield dev
+            except BaseException as exc:
+                body = exc
+                raise
             finally:
                 dev._mark_closed()
                 tg.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # The portal's and the server's task groups each wrap what the body raised; a
+        # single exception from the body comes out as itself, so 'except ValueError'
+        # around the block works. Anything else that failed as well keeps the group.
+        if body is None or _only_leaf(group) is not body:
+            raise
     finally:
         dev._mark_closed()
+    if body is not None:
+        raise body
 
 
-_default: dict[str, Any] = {}
+def _only_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The one exception inside nested single-member groups, or None."""
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup):
+        if len(exc.exceptions) != 1:
+            return None
+        exc = exc.exceptions[0]
+    return exc
+
+
+class _DefaultServer:
+    """The default device's server, on a daemon thread with its own event loop.
+
+    Plain objects only (no generator context manager): a forked child, or a setup
+    interrupted by Ctrl-C, drops them without running any clean-up that waits on a
+    thread that is not there.
+    """
+
+    def __init__(self, dev: Device) -> None:
+        self.dev = dev
+        self.portal: BlockingPortal | None = None
+        self.ready = threading.Event()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._main, name="asyncfusion-default-device",
+                                       daemon=True)
+
+    def _main(self) -> None:
+        try:
+            anyio.run(self._serve)
+        except BaseException as exc:  # noqa: BLE001 - handed to the thread that waits
+            self.error = exc
+        finally:
+            self.dev._mark_closed()
+            self.ready.set()
+
+    async def _serve(self) -> None:
+        async with BlockingPortal() as portal, anyio.create_task_group() as tg:
+            self.portal = portal
+            await tg.start(self.dev._serve, portal)
+            self.ready.set()
+            await portal.sleep_until_stopped()
+            tg.cancel_scope.cancel()
+
+    def start(self) -> None:
+        self.thread.start()
+        self.ready.wait()
+        if self.error is not None or self.portal is None:
+            raise DeviceClosedError("the default device's server did not start") from self.error
+
+    def stop(self) -> None:
+        self.dev._mark_closed()
+        portal = self.portal
+        if portal is not None and self.thread.is_alive():
+            with contextlib.suppress(Exception):
+                portal.call(portal.stop, True)
+            self.thread.join(timeout=10)
+
+
+_default: dict[str, _DefaultServer] = {}
 _default_lock = threading.Lock()
 
 
@@ -230,29 +335,41 @@ def default_device() -> Device:
     so reads need no thread hop.
     """
     with _default_lock:
-        dev: Device | None = _default.get("device")
-        if dev is not None and not dev.closed and not dev.lost:
-            return dev
+        current = _default.get("server")
+        if current is not None and not current.dev.closed and not current.dev.lost:
+            return current.dev
         _close_default()
-        cm = start_blocking_portal()
-        portal = cm.__enter__()
-        dev = Device("wgpu")
-        future = portal.start_task_soon(dev._serve, portal)
-        while dev._server.thread is None and not future.done():
-            portal.call(anyio.sleep, 0)
-        _default.update(device=dev, cm=cm, future=future)
+        dev = Device("wgpu")  # the adapter first: if there is none, no thread was started
+        server = _DefaultServer(dev)
+        try:
+            server.start()
+        except BaseException:  # Ctrl-C while it starts, too: leave no server behind
+            server.stop()
+            raise
+        _default["server"] = server
         return dev
 
 
 @atexit.register
 def _close_default() -> None:
-    dev = _default.pop("device", None)
-    cm = _default.pop("cm", None)
-    future = _default.pop("future", None)
-    if dev is not None:
-        dev._mark_closed()
-    if future is not None:
-        future.cancel()
-    if cm is not None:
-        with contextlib.suppress(Exception):
-            cm.__exit__(None, None, None)
+    server = _default.pop("server", None)
+    if server is not None:
+        server.stop()
+
+
+_DEVICES: weakref.WeakSet[Device] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """In a forked child, every device of the parent is unusable (its server thread,
+    executor and GPU state did not come along): fail fast instead of hanging."""
+    global _default_lock
+    _default_lock = threading.Lock()  # another thread may have held it at the fork
+    _default.clear()  # no clean-up: it would wait on the parent's threads
+    for dev in list(_DEVICES):
+        dev._server.forked = True
+        dev._portal = None
+        dev._closed = True
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

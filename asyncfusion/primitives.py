@@ -136,6 +136,36 @@ def _cmp(sym: str) -> Rule:
     return rule
 
 
+def _ieee(op: str, flip: str) -> Rule:
+    """Float add/sub that keep IEEE special values: lavapipe folds ``x - x`` (and, fused,
+    ``x + (-x)``) to 0 even for inf and NaN. The result is NaN, by bits the compiler
+    cannot fold, when an operand is NaN or both are infinities that cancel."""
+    def rule(a: list[str], ty: Ty) -> str:
+        expr = f"({a[0]} {op} {a[1]})"
+        if ty.dtype is not DType.float32:
+            return expr
+        u = "vec4<u32>" if ty.vec4 else "u32"
+        bits = [f"bitcast<{u}>({x})" for x in a]
+        inf = f"(({bits[0]} & {u}(0x7fffffffu)) == {u}(0x7f800000u))"
+        cancel = f"({inf} & ({bits[0]} == ({bits[1]} ^ {u}({flip}))))"
+        nan = f"{ty.t}(bitcast<f32>(0x7fc00000u))"
+        return (f"select({expr}, {nan}, {isnan(a[0], ty.vec4)} | {isnan(a[1], ty.vec4)} | "
+                f"{cancel})")
+    return rule
+
+
+def _tanh(a: list[str], ty: Ty) -> str:
+    """tanh: the builtin (exp-based, clamped to stay finite) loses all accuracy near 0,
+    so |x| < 0.1 uses the odd series to x^7 (error below float32 rounding there)."""
+    x, c = a[0], ty.const
+    x2 = f"({x} * {x})"
+    series = (f"({x} * ({c('1.0')} + {x2} * ({c('-0.33333334')} + {x2} * ({c('0.13333334')}"
+              f" + {x2} * {c('-0.053968254')}))))")
+    big = f"tanh(clamp({x}, {c('-10.0')}, {c('10.0')}))"
+    return (f"select(select({big}, {series}, abs({x}) < {c('0.1')}), {x}, "
+            f"{isnan(x, ty.vec4)})")
+
+
 def _same(fl: Rule) -> Rule:
     """A float function that leaves integers as they are (floor, ceil, round)."""
     return _by_kind(fl, lambda a, ty: a[0])
@@ -150,12 +180,24 @@ def _unary(fn: str) -> Rule:
 _SCALAR_HELPERS = {
     "af_pow": ("""fn af_pow_f32(a: f32, b: f32) -> f32 {
   if (b == 0.0 || a == 1.0) { return 1.0; }
-  if (a == 0.0 && b < 0.0) { return bitcast<f32>(0x7f800000u); }
+  let inf = bitcast<f32>(0x7f800000u);
+  let abits = bitcast<u32>(a) & 0x7fffffffu;
+  let bbits = bitcast<u32>(b) & 0x7fffffffu;
+  if (abits > 0x7f800000u || bbits > 0x7f800000u) { return bitcast<f32>(0x7fc00000u); }
+  let neg = (bitcast<u32>(a) & 0x80000000u) != 0u;
+  let odd = bbits < 0x4b800000u && b == floor(b) && fract(b * 0.5) == 0.5;
+  if (abits == 0u || abits == 0x7f800000u) {
+    let mag = select(0.0, inf, (abits == 0u) == (b < 0.0));
+    return select(mag, -mag, neg && odd);
+  }
+  if (bbits == 0x7f800000u) {
+    if (abits == 0x3f800000u) { return 1.0; }
+    return select(0.0, inf, (abits > 0x3f800000u) == (b > 0.0));
+  }
   let r = pow(abs(a), b);
-  if (a >= 0.0 || (bitcast<u32>(a) & 0x7fffffffu) > 0x7f800000u) { return r; }
+  if (!neg) { return r; }
   if (b != floor(b)) { return bitcast<f32>(0x7fc00000u); }
-  if (fract(b * 0.5) != 0.0) { return -r; }
-  return r;
+  return select(r, -r, odd);
 }
 fn af_pow_u32(a: u32, b: u32) -> u32 {
   var r = 1u;
@@ -266,8 +308,8 @@ _np_erf = np.vectorize(math.erf, otypes=[np.float64])
 _Z = "0"  # literal zero, typed by Ty.const
 
 for _p in [
-    Primitive("add", 2, "numeric", "Add", np.add, lambda a, ty: f"({a[0]} + {a[1]})", "+"),
-    Primitive("sub", 2, "numeric", "Sub", np.subtract, lambda a, ty: f"({a[0]} - {a[1]})", "-"),
+    Primitive("add", 2, "numeric", "Add", np.add, _ieee("+", "0x80000000u"), "+"),
+    Primitive("sub", 2, "numeric", "Sub", np.subtract, _ieee("-", "0u"), "-"),
     Primitive("mul", 2, "numeric", "Mul", np.multiply, lambda a, ty: f"({a[0]} * {a[1]})", "*"),
     Primitive("div", 2, "float", "Div", np.true_divide, lambda a, ty: f"({a[0]} / {a[1]})", "/"),
     Primitive("pow", 2, "numeric", "Powf", _np_pow, _fn("af_pow"), "**", ("af_pow",)),
@@ -302,10 +344,7 @@ for _p in [
               lambda a, ty: f"({ty.const('1.0')} / sqrt({a[0]}))"),
     Primitive("sin", 1, "float", "Sin", np.sin, _unary("sin")),
     Primitive("cos", 1, "float", "Cos", np.cos, _unary("cos")),
-    # tanh(x) for |x| > 10 is +-1 in f32; clamping keeps exp-based implementations finite.
-    Primitive("tanh", 1, "float", "Tanh", np.tanh,
-              lambda a, ty: f"select(tanh(clamp({a[0]}, {ty.const('-10.0')}, "
-                            f"{ty.const('10.0')})), {a[0]}, {isnan(a[0], ty.vec4)})"),
+    Primitive("tanh", 1, "float", "Tanh", np.tanh, _tanh),
     Primitive("sigmoid", 1, "float", "Sigmoid",
               lambda a: np.float32(1) / (np.float32(1) + np.exp(-a)),
               lambda a, ty: f"({ty.const('1.0')} / ({ty.const('1.0')} + exp(-{a[0]})))"),

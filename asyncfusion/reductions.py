@@ -15,7 +15,7 @@ from .dtype import DType
 from .errors import AxisError, DTypeError, ShapeError
 from .ir import ReduceOp, numel
 from .primitives import REDUCTIONS
-from .tensor import Tensor, elementwise, normalize_axis
+from .tensor import Tensor, _check_size, elementwise, normalize_axis
 
 __all__ = ["reduce", "mean", "var", "softmax", "log_softmax", "logsumexp", "layer_norm",
            "gelu", "silu", "clip"]
@@ -57,7 +57,9 @@ def reduce(op: str, x: Tensor, axis: Any = None, keepdims: bool = False) -> Tens
     if not axes:  # a 0-d tensor: nothing to fold
         return elementwise("mul", x, 0) if spec.arg else elementwise("copy", x)
     dtype = spec.out_dtype(x.dtype)
-    out = Tensor(_out_shape(x, axes, keepdims), dtype, x.device)
+    shape = _out_shape(x, axes, keepdims)
+    _check_size(shape, x.device, what)
+    out = Tensor(shape, dtype, x.device)
     out_ir = out.out_ir()
     x.device.register(ReduceOp(op, x.ir(), axes, keepdims, out_ir), (x.id,), out_ir)
     return out

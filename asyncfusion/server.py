@@ -24,7 +24,8 @@ import numpy as np
 from . import _debug
 from .engine import Memory, Poison, Storage
 from .errors import DeviceClosedError, DeviceLostError, ExecutionError
-from .ir import Layout, OperationIr
+from .engine.plan import Context, run_single
+from .ir import DropOp, Layout, OperationIr
 from .stream import Streams
 from .trace import Counters, emit, trace_enabled
 
@@ -54,6 +55,7 @@ class Executor:
         self.memory = Memory(backend)
 
     def round(self, requests: list[Request], sync: bool) -> None:
+        self.streams.reclaim()  # dead work of ended tasks goes without running
         for tid in self.streams.take_freeable():
             self._release(tid)
         keys = self.streams.keys() if sync else list(
@@ -69,7 +71,10 @@ class Executor:
             if isinstance(h, Poison):
                 r.error = self._error(f"tensor t{r.tensor.id} could not be computed", h.error)
             elif h is None:
-                r.error = ExecutionError(f"tensor t{r.tensor.id} has no data on the device")
+                r.error = ExecutionError(
+                    f"tensor t{r.tensor.id} has no data on the device: no op computes it (a "
+                    "Tensor built by hand?); make tensors with asyncfusion.tensor(), zeros(), "
+                    "ones(), full(), arange(), rand() or randn()")
             else:
                 assert isinstance(h, Storage)
                 layout = r.tensor.layout or Layout.dense(r.tensor.shape)
@@ -127,7 +132,17 @@ class Executor:
         if trace_enabled():
             for op in ops:
                 emit(f"[registered] {op.describe()}")
-        self.runner.run(ops, self.memory)
+        try:
+            self.runner.run(ops, self.memory)
+        except Exception:  # noqa: BLE001 - a bug outside the steps' own isolation
+            # These ops have left their queue: if they are not run now, their outputs are
+            # lost for good. Run what did not run, op by op, each failure isolated.
+            memory = self.memory
+            ctx = Context(memory, self.counters)
+            for op in ops:
+                outs = op.outputs()
+                if type(op) is DropOp or not all(t.id in memory for t in outs):
+                    run_single(op, ctx)
 
     def _release(self, tid: int) -> None:
         self.memory.release(tid)
@@ -138,6 +153,11 @@ class Executor:
             self.backend.close()
         except Exception:  # noqa: BLE001 - a lost device has nothing left to give back
             pass
+        rt = getattr(self.backend, "rt", None)
+        if rt is not None:  # the last device on a wgpu device lets it go
+            from .backends.wgpu.runtime import detach
+
+            detach(rt)
 
 
 class Server:
@@ -152,6 +172,7 @@ class Server:
         self.error: BaseException | None = None
         self.crash: BaseException | None = None  # test hook: raise this in the server loop
         self.stopped = False
+        self.forked = False  # this process is a fork of the one that opened the device
         self.on_stop: Any = None  # called as soon as the server stops taking requests
 
     def post(self, req: Request, sync: bool = False) -> None:
@@ -168,6 +189,12 @@ class Server:
             self.wake.set()
 
     def _dead_error(self) -> DeviceClosedError:
+        if self.forked:
+            return DeviceClosedError(
+                "this device was opened before os.fork(), and a forked child cannot use it "
+                "(its server thread and GPU state stay in the parent). Open devices in the "
+                "child only, with multiprocessing's 'spawn' or 'forkserver' start method if "
+                "the parent used the GPU, or use open_device('numpy') there")
         if self.error is not None:
             err = DeviceClosedError(f"the device server died ({self.error!r}); open a new device")
             err.__cause__ = self.error
@@ -254,10 +281,32 @@ class Server:
             raise req.error
         if req.token is None:
             return None
-        token, req.token = req.token, None
-        # Shielded: the map is already under way and ends when the GPU does; a cancel
-        # arriving now takes effect at the caller's next checkpoint, after unmap.
-        with anyio.CancelScope(shield=True):
-            data: np.ndarray = await anyio.to_thread.run_sync(
-                self.executor.backend.finish_read, token)
+        # The staging buffer now belongs to this reader. Exactly one of two things gives it
+        # back: the worker thread (finish_read), or this task when it is cancelled before
+        # the worker took the token. anyio's shield does not stop asyncio-native
+        # cancellation (task.cancel(), wait_for), and a cancel that lands while run_sync
+        # waits for a thread slot means the function never runs at all.
+        box = [req.token]
+        req.token = None
+        backend = self.executor.backend
+
+        def finish() -> np.ndarray | None:
+            try:
+                token = box.pop()  # atomic: the worker or the cancelled reader, not both
+            except IndexError:
+                return None
+            result: np.ndarray = backend.finish_read(token)
+            return result
+
+        try:
+            # Shielded: the map is already under way and ends when the GPU does; an
+            # anyio cancel takes effect at the caller's next checkpoint, after unmap.
+            with anyio.CancelScope(shield=True):
+                data: np.ndarray | None = await anyio.to_thread.run_sync(finish)
+        except BaseException:
+            try:
+                backend.discard_read(box.pop())
+            except IndexError:
+                pass  # the worker has it, and gives it back when the map ends
+            raise
         return data

@@ -13,6 +13,12 @@ A drop becomes, in order of preference:
    are all dropped launches nothing);
 3. a deferred free, once its last untaken use has been taken (uses spread over streams);
 4. an immediate free at the executor's next step (nothing pending refers to it).
+
+A stream whose task (or thread) has ended is *reclaimed* (:meth:`Streams.reclaim`, run
+by the executor each round, and prompted when many streams pile up): its dead work — ops
+whose outputs nobody holds and nothing pending reads — is removed without running, so
+the host data of its uploads is freed; ops that produce a tensor someone still holds stay
+queued, and a read of that tensor runs them as before.
 """
 
 from __future__ import annotations
@@ -21,11 +27,56 @@ import asyncio
 import collections
 import sys
 import threading
+import weakref
 from collections.abc import Hashable
+from typing import Any
 
-from .ir import DropOp, OperationIr, TensorIr
+from .ir import DropOp, OperationIr, TensorIr, TensorStatus
 
-__all__ = ["StreamId", "StreamQueue", "Streams"]
+__all__ = ["StreamId", "StreamQueue", "Streams", "current_stream"]
+
+_RECLAIM_AT = 64  # reclaim ended streams once this many queues exist (then twice the rest)
+
+
+def _trio_task() -> Any:
+    """The current trio task, or None outside trio.
+
+    ``trio`` may sit in ``sys.modules`` half imported (another thread is importing it);
+    then this thread cannot be running trio, and its missing attributes mean "no".
+    """
+    trio = sys.modules.get("trio")
+    if trio is None:
+        return None
+    try:
+        return trio.lowlevel.current_task()
+    except (RuntimeError, AttributeError):
+        return None
+
+
+def current_stream() -> tuple[Hashable, Any]:
+    """(stream key, owner) of the caller: its asyncio or trio task, else its thread."""
+    loop = asyncio._get_running_loop()
+    if loop is not None:
+        task = asyncio.current_task(loop)
+        if task is not None:
+            return ("task", id(task)), task
+    task = _trio_task()
+    if task is not None:
+        return ("task", id(task)), task
+    return ("thread", threading.get_ident()), threading.current_thread()
+
+
+def _ended(owner: weakref.ref[Any]) -> bool:
+    """Whether the task or thread behind a stream has finished (or is gone)."""
+    o = owner()
+    if o is None:
+        return True
+    if isinstance(o, threading.Thread):
+        return not o.is_alive()
+    done = getattr(o, "done", None)
+    if done is not None:  # asyncio
+        return bool(done())
+    return getattr(getattr(o, "coro", None), "cr_frame", True) is None  # trio
 
 
 class StreamId:
@@ -35,31 +86,23 @@ class StreamId:
 
     @staticmethod
     def current() -> Hashable:
-        loop = asyncio._get_running_loop()
-        if loop is not None:
-            task = asyncio.current_task(loop)
-            if task is not None:
-                return ("task", id(task))
-        trio = sys.modules.get("trio")
-        if trio is not None:
-            try:
-                return ("task", id(trio.lowlevel.current_task()))
-            except RuntimeError:
-                pass
-        return ("thread", threading.get_ident())
+        return current_stream()[0]
 
 
 class StreamQueue:
-    """Pending ops of one stream. ``base`` is the sequence number of ``ops[0]``."""
+    """Pending ops of one stream. ``base`` is the sequence number of ``ops[0]``;
+    ``owner`` is a weak reference to the task or thread that registers on it."""
 
-    __slots__ = ("key", "ops", "base", "uses", "last")
+    __slots__ = ("key", "ops", "base", "uses", "last", "owner", "pruned")
 
-    def __init__(self, key: Hashable) -> None:
+    def __init__(self, key: Hashable, owner: Any) -> None:
         self.key = key
         self.ops: list[OperationIr] = []
         self.base = 0
         self.uses: dict[int, int] = {}  # tensor id -> untaken reads in this queue
         self.last: dict[int, int] = {}  # tensor id -> sequence number of its latest read
+        self.owner: weakref.ref[Any] = weakref.ref(owner)
+        self.pruned = -1  # Streams.epoch when dead work was last removed
 
     def __len__(self) -> int:
         return len(self.ops)
@@ -79,17 +122,21 @@ class Streams:
         self.producer: dict[int, tuple[StreamQueue, int, TensorIr]] = {}
         self.freeable: list[int] = []
         self.deferred: set[int] = set()
+        self.dropped: set[int] = set()  # dropped while their producer is still queued
+        self.epoch = 0  # counts applications of drops (a reclaimed queue may shrink again)
         self.flush_threshold = flush_threshold
+        self.reclaim_at = _RECLAIM_AT
 
     # -- registration (any thread) -------------------------------------------------------
     def register(self, key: Hashable, op: OperationIr, inputs: tuple[int, ...] | list[int],
-                 out: TensorIr) -> int:
-        """Queue ``op`` (reading ``inputs``, producing ``out``) on stream ``key``; returns
-        the queue's length."""
+                 out: TensorIr, owner: Any = None) -> int:
+        """Queue ``op`` (reading ``inputs``, producing ``out``) on stream ``key``, whose
+        task or thread is ``owner``; returns the queue's length."""
         with self.lock:
             q = self.queues.get(key)
             if q is None:
-                q = self.queues[key] = StreamQueue(key)
+                q = self.queues[key] = StreamQueue(
+                    key, owner if owner is not None else current_stream()[1])
             seq = q.base + len(q.ops)
             q.ops.append(op)
             pending, uses, last, use_queue = self.pending_uses, q.uses, q.last, self.use_queue
@@ -101,10 +148,17 @@ class Streams:
             self.producer[out.id] = (q, seq, out)
             return len(q.ops)
 
+    def crowded(self) -> bool:
+        """Enough streams exist that ended ones should be reclaimed now."""
+        return len(self.queues) >= self.reclaim_at
+
     def _apply_drops(self) -> None:
         drops = self.drops
+        self.epoch += 1
         while drops:
             tid = drops.popleft()
+            if tid in self.producer:
+                self.dropped.add(tid)
             n = self.pending_uses.get(tid, 0)
             if n:
                 q = self.use_queue[tid]
@@ -143,6 +197,7 @@ class Streams:
                 for t in op.outputs():
                     if self.producer.get(t.id, (None,))[0] is q:
                         del self.producer[t.id]
+                        self.dropped.discard(t.id)
                 if type(op) is DropOp:
                     continue
                 for t in op.inputs():
@@ -190,3 +245,95 @@ class Streams:
     def long_queues(self) -> list[Hashable]:
         with self.lock:
             return [k for k, q in self.queues.items() if len(q.ops) >= self.flush_threshold]
+
+    # -- reclaiming the streams of ended tasks ----------------------------------------------
+    def reclaim(self) -> int:
+        """Remove the dead work of every stream whose task or thread has ended; returns
+        the number of queued ops removed. Executor side."""
+        with self.lock:
+            if self.drops:
+                self._apply_drops()
+            removed = 0
+            for q in list(self.queues.values()):
+                if q.pruned != self.epoch and _ended(q.owner):
+                    removed += self._prune(q)
+            self.reclaim_at = max(_RECLAIM_AT, 2 * len(self.queues))
+            return removed
+
+    def _prune(self, q: StreamQueue) -> int:
+        """Remove the ops of ``q`` that produce nothing anyone holds or reads (lock held)."""
+        q.pruned = self.epoch
+        ops = q.ops
+        keep = [False] * len(ops)
+        needed: set[int] = set()  # read by a kept op of q
+        pending, uses, dropped = self.pending_uses, q.uses, self.dropped
+        for i in range(len(ops) - 1, -1, -1):
+            op = ops[i]
+            if type(op) is DropOp:
+                continue
+            for t in op.outputs():
+                tid = t.id
+                if (tid in needed or tid not in dropped
+                        or pending.get(tid, 0) > uses.get(tid, 0)):
+                    keep[i] = True
+                    needed.update(x.id for x in op.inputs())
+                    break
+        gone = {t.id for op, k in zip(ops, keep, strict=True) if not k
+                for t in op.outputs()}
+        for i, op in enumerate(ops):
+            if type(op) is DropOp:
+                keep[i] = op.tensor.id not in gone
+        if all(keep):
+            return 0
+        last_reads: list[int] = []  # dropped tensors whose marked last read is removed
+        for op, k in zip(ops, keep, strict=True):
+            if k or type(op) is DropOp:
+                continue
+            for t in op.outputs():
+                self.producer.pop(t.id, None)
+                dropped.discard(t.id)
+            for t in op.inputs():
+                left = pending[t.id] - 1
+                if left:
+                    pending[t.id] = left
+                else:
+                    del pending[t.id]
+                    self.use_queue.pop(t.id, None)
+                if t.status is TensorStatus.READ_WRITE:
+                    last_reads.append(t.id)
+        q.ops = [op for op, k in zip(ops, keep, strict=True) if k]
+        q.uses.clear()
+        q.last.clear()
+        for i, op in enumerate(q.ops):
+            seq = q.base + i
+            for t in op.outputs():
+                if t.id in self.producer:
+                    self.producer[t.id] = (q, seq, t)
+            if type(op) is not DropOp:
+                for t in op.inputs():
+                    q.uses[t.id] = q.uses.get(t.id, 0) + 1
+                    q.last[t.id] = seq
+        for tid in set(last_reads) | {t for t in self.deferred if t not in pending}:
+            self._redrop(tid, gone)
+        if not q.ops:
+            del self.queues[q.key]
+        return len(ops) - len(q.ops)
+
+    def _redrop(self, tid: int, gone: set[int]) -> None:
+        """``tid`` was dropped and the read that was to free it was removed: free it
+        after its remaining reads, or now (lock held)."""
+        self.deferred.discard(tid)
+        n = self.pending_uses.get(tid, 0)
+        if n:
+            q = self.use_queue.get(tid)
+            if q is not None and q.uses.get(tid, 0) == n:
+                i = q.last[tid] - q.base
+                q.ops[i] = q.ops[i].with_last_use(tid)
+            else:
+                self.deferred.add(tid)
+        elif tid not in gone:
+            prod = self.producer.get(tid)
+            if prod is not None:
+                prod[0].ops.append(DropOp(prod[2]))
+            else:
+                self.freeable.append(tid)

@@ -24,6 +24,7 @@ __all__ = ["Tensor", "elementwise", "where", "minimum", "maximum", "cat"]
 
 _ids = itertools.count(1)
 _REPR_VALUES = 1000  # results up to this many elements are kept for repr (numpy's threshold)
+MAX_DIM = 2**32 - 1  # kernels hold dimensions in u32 uniforms
 _NOT_INIT = TensorStatus.NOT_INIT
 _READ_ONLY = TensorStatus.READ_ONLY
 _SCALARS = (int, float, bool, np.integer, np.floating, np.bool_)
@@ -91,6 +92,11 @@ class Tensor:
 
     def __init__(self, shape: tuple[int, ...], dtype: DType, device: Any,
                  layout: Layout | None = None) -> None:
+        if type(shape) is not tuple or type(dtype) is not DType or not hasattr(
+                device, "streams"):
+            raise TypeError("Tensor(shape, dtype, device) is made by asyncfusion's ops; "
+                            "create tensors with asyncfusion.tensor(), zeros(), ones(), "
+                            "full(), arange(), rand() or randn()")
         self.id = next(_ids)
         self.shape = shape
         self.dtype = dtype
@@ -103,6 +109,22 @@ class Tensor:
             self.device.streams.drops.append(self.id)
         except Exception:  # noqa: BLE001 - interpreter shutdown: nothing left to free
             pass
+
+    # -- copying and pickling ------------------------------------------------------------
+    # A tensor is an immutable value (no op writes into it), so a copy shares it: the
+    # copy is the tensor itself, as for tuples. A field-by-field copy would own the same
+    # id and free its data when it went away.
+    def __copy__(self) -> Tensor:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
+        return self
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise TypeError(
+            f"a lazy Tensor (t{self.id}) cannot be pickled: its data lives on a device. Read "
+            "it with 'await t.to_data()' (or t.to_data_sync()), pickle the numpy array, and "
+            "rebuild it with asyncfusion.tensor(array)")
 
     # -- IR ------------------------------------------------------------------------------
     def ir(self) -> TensorIr:
@@ -366,25 +388,12 @@ class Tensor:
     def isfinite(self) -> Tensor: return elementwise("isfinite", self)
 
 
-def _reshape_target(src: tuple[int, ...], shape: tuple[Any, ...]) -> tuple[int, ...]:
-    dims = []
-    for d in shape:
-        if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
-            raise ShapeError(f"reshape: dimensions must be ints, got {d!r} in {shape}")
-        dims.append(int(d))
-    if dims.count(-1) > 1 or any(d < -1 for d in dims):
-        raise ShapeError(f"reshape: invalid shape {tuple(dims)}; use non-negative sizes and "
-                         "at most one -1")
-    total = numel(src)
-    if -1 in dims:
-        known = numel(tuple(d for d in dims if d != -1))
-        if known == 0 or total % known:
-            raise ShapeError(f"reshape: cannot reshape {src} ({total} elements) to {tuple(dims)}")
-        dims[dims.index(-1)] = total // known
-    if numel(tuple(dims)) != total:
-        raise ShapeError(f"reshape: cannot reshape {src} ({total} elements) to {tuple(dims)} "
-                         f"({numel(tuple(dims))} elements)")
-    return tuple(dims)
+def check_dims(dims: tuple[int, ...] | list[int], what: str) -> None:
+    """Refuse a dimension larger than kernels index (an empty tensor has no size check)."""
+    for d in dims:
+        if d > MAX_DIM:
+            raise LimitError(f"{what}: dimension {d} in {tuple(dims)} is larger than "
+                             f"{MAX_DIM}, the largest asyncfusion indexes")
 
 
 def _check_size(shape: tuple[int, ...], device: Any, what: str) -> None:
@@ -520,9 +529,21 @@ def _with_scalars(op: str, args: tuple[Any, ...], compute: DType
         value = a.item() if isinstance(a, np.generic) else a
         if compute.is_int and not isinstance(value, bool):
             _scalar_dtype(value, compute, _what(op))  # range check
+        elif type(value) is int and compute is DType.float32:
+            _float_scalar(value, _what(op))
         irs.append(_SCALAR_IR[compute])
         scalars.append(value)
     return tuple(irs), tuple(scalars)
+
+
+def _float_scalar(value: int, what: str) -> None:
+    """A Python int beside a float tensor must convert to a float, as numpy requires."""
+    try:
+        float(value)
+    except OverflowError:
+        raise OverflowError(f"{what}: the int {str(value)[:20]}... ({value.bit_length()} bits) "
+                            "is too large to convert to float; pass a float (for example "
+                            "float('inf')) or a smaller number") from None
 
 
 def where(cond: Tensor, a: Any, b: Any) -> Tensor:

@@ -26,7 +26,7 @@ __all__ = ["Counters", "CounterSnapshot", "tracing", "trace_enabled", "emit", "t
 
 logger = logging.getLogger("asyncfusion.trace")
 _global: dict[str, Any] = {"on": os.environ.get("ASYNCFUSION_TRACE", "") not in ("", "0"),
-                           "out": None}
+                           "out": None, "broken": None}
 _lock = threading.Lock()
 _launches_total = [0]
 
@@ -36,13 +36,20 @@ def trace_enabled() -> bool:
 
 
 def emit(line: str) -> None:
+    """Write one trace line. A sink that fails (closed, a broken pipe) is left alone from
+    then on: the trace is a diagnostic and must never fail the work it describes."""
     if logger.isEnabledFor(logging.DEBUG):
         logger.debug(line)
     if not _global["on"]:
         return
     out: TextIO = _global["out"] or sys.stderr
     with _lock:
-        print(f"  {line}", file=out, flush=True)
+        if out is _global["broken"]:
+            return
+        try:
+            print(f"  {line}", file=out, flush=True)
+        except Exception:  # noqa: BLE001 - OSError, ValueError (closed file), anything
+            _global["broken"] = out
 
 
 @contextlib.contextmanager

@@ -15,7 +15,7 @@ import numpy as np
 
 from .errors import AxisError, IndexingError, ShapeError
 from .ir import IndexItem, Layout, ViewOp, numel
-from .tensor import Tensor, broadcast_shapes, elementwise, normalize_axis
+from .tensor import Tensor, broadcast_shapes, check_dims, elementwise, normalize_axis
 
 __all__ = ["view", "reshape", "permute", "transpose", "broadcast_to", "squeeze",
            "unsqueeze", "flip", "index", "contiguous", "reshape_target"]
@@ -42,6 +42,7 @@ def reshape_target(src: tuple[int, ...], shape: tuple[Any, ...]) -> tuple[int, .
         if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
             raise ShapeError(f"reshape: dimensions must be ints, got {d!r} in {shape}")
         dims.append(int(d))
+    check_dims(dims, "reshape")
     if dims.count(-1) > 1 or any(d < -1 for d in dims):
         raise ShapeError(f"reshape: invalid shape {tuple(dims)}; use non-negative sizes and "
                          "at most one -1")

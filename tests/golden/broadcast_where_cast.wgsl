@@ -17,7 +17,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let a2 = in2[u32(bitcast<i32>(params.w[2][1]) + i32(c0) * bitcast<i32>(params.w[2][2]) + i32(c1) * bitcast<i32>(params.w[2][3]))];
   let v0 = (a0 > bitcast<i32>(params.w[3][0]));
   let v1 = (a1 * f32(a0));
-  let v2 = (v1 + a2);
+  let v2 = select((v1 + a2), f32(bitcast<f32>(0x7fc00000u)), ((bitcast<u32>(v1) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(a2) & 0x7fffffffu) > 0x7f800000u) | (((bitcast<u32>(v1) & u32(0x7fffffffu)) == u32(0x7f800000u)) & (bitcast<u32>(v1) == (bitcast<u32>(a2) ^ u32(0x80000000u)))));
   let v3 = select(bitcast<f32>(params.w[3][1]), v2, v0);
   let v4 = i32(v3);
   out0[i] = v4;

@@ -72,7 +72,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let c1 = q_r;
         let a0 = in0[u32(bitcast<i32>(params.w[1][2]) + i32(c0) * bitcast<i32>(params.w[1][3]) + i32(c1) * bitcast<i32>(params.w[2][0]))];
         let a1 = in1[u32(bitcast<i32>(params.w[2][1]) + i32(c0) * bitcast<i32>(params.w[2][2]) + i32(c1) * bitcast<i32>(params.w[2][3]))];
-        let v0 = (a0 - a1);
+        let v0 = select((a0 - a1), f32(bitcast<f32>(0x7fc00000u)), ((bitcast<u32>(a0) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(a1) & 0x7fffffffu) > 0x7f800000u) | (((bitcast<u32>(a0) & u32(0x7fffffffu)) == u32(0x7f800000u)) & (bitcast<u32>(a0) == (bitcast<u32>(a1) ^ u32(0u)))));
         let v1 = exp(v0);
         acc = (acc + v1);
       }
@@ -105,7 +105,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let c1 = q_r;
         let a0 = in0[u32(bitcast<i32>(params.w[1][2]) + i32(c0) * bitcast<i32>(params.w[1][3]) + i32(c1) * bitcast<i32>(params.w[2][0]))];
         let a1 = in1[u32(bitcast<i32>(params.w[2][1]) + i32(c0) * bitcast<i32>(params.w[2][2]) + i32(c1) * bitcast<i32>(params.w[2][3]))];
-        let v0 = (a0 - a1);
+        let v0 = select((a0 - a1), f32(bitcast<f32>(0x7fc00000u)), ((bitcast<u32>(a0) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(a1) & 0x7fffffffu) > 0x7f800000u) | (((bitcast<u32>(a0) & u32(0x7fffffffu)) == u32(0x7f800000u)) & (bitcast<u32>(a0) == (bitcast<u32>(a1) ^ u32(0u)))));
         let v1 = exp(v0);
         let v2 = (v1 / res);
         out0[u32(bitcast<i32>(params.w[3][0]) + i32(c0) * bitcast<i32>(params.w[3][1]) + i32(c1) * bitcast<i32>(params.w[3][2]))] = v2;

@@ -8,6 +8,8 @@ writes the round's uniforms and submits it as one submission.
 
 from __future__ import annotations
 
+import collections
+import os
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,9 +17,9 @@ from typing import Any
 import numpy as np
 import wgpu
 
-from ...errors import DeviceLostError, NoAdapterError
+from ...errors import DeviceClosedError, DeviceLostError, NoAdapterError
 
-__all__ = ["Runtime", "Buffer", "get_runtime"]
+__all__ = ["Runtime", "Buffer", "get_runtime", "detach", "MAX_PIPELINES"]
 
 _STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 _STAGING = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
@@ -64,19 +66,30 @@ class Runtime:
     """Owns one wgpu device. Shared by every asyncfusion Device with the same limits."""
 
     def __init__(self, max_storage_bindings: int | None, workgroup: int | None) -> None:
-        adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+        if _FORK["child"]:
+            raise DeviceClosedError(
+                "this process was forked after asyncfusion used the GPU, and wgpu does not "
+                "survive a fork (a new device would hang). Start workers with "
+                "multiprocessing's 'spawn' or 'forkserver' start method, fork before the "
+                "first GPU use, or use open_device('numpy') in the child")
+        try:
+            adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+        except RuntimeError as exc:  # wgpu-native: "Request adapter failed"
+            raise NoAdapterError(f"{_NO_ADAPTER} (wgpu: {exc})") from exc
         if adapter is None:
-            raise NoAdapterError(
-                "wgpu found no GPU adapter. On Debian/Ubuntu install a CPU Vulkan driver with "
-                "'apt-get install mesa-vulkan-drivers', or use open_device(backend='numpy')."
-            )
+            raise NoAdapterError(_NO_ADAPTER)
+        _FORK["used"] = True
         lim = adapter.limits
         want = lim["max-storage-buffers-per-shader-stage"]
         if max_storage_bindings is not None:
             if max_storage_bindings < 4:
                 raise ValueError("max_storage_bindings must be at least 4 (one op binds up to 4)")
             want = min(want, max_storage_bindings)
-        invocations = lim["max-compute-invocations-per-workgroup"]
+        invocations = min(lim["max-compute-invocations-per-workgroup"],
+                          lim["max-compute-workgroup-size-x"])
+        if workgroup is not None and workgroup > invocations:
+            raise ValueError(f"workgroup={workgroup} is larger than this adapter allows "
+                             f"({invocations} invocations); pass at most {invocations}")
         cpu = adapter.info["adapter_type"] == "CPU"
         self.workgroup = workgroup or min(256 if cpu else 512, invocations)
         # A real GPU runs submitted work while we encode more: submit early and often.
@@ -98,9 +111,22 @@ class Runtime:
         self.queue = self.device.queue
         self.lock = threading.RLock()  # serializes encoding/submission across devices
         self.lost: str | None = None
-        self._pipelines: dict[str, tuple[Any, Any]] = {}
+        self.key: tuple[int | None, int | None] = (max_storage_bindings, workgroup)
+        self.users = 0  # asyncfusion devices on this runtime (see get_runtime / detach)
+        self._pipelines: collections.OrderedDict[str, tuple[Any, Any]] = (
+            collections.OrderedDict())
+        self.max_pipelines = MAX_PIPELINES
         self._groups: dict[tuple[Any, ...], Any] = {}
         self.pipelines_created = 0
+
+    def release(self) -> None:
+        """Give the wgpu device back (no asyncfusion device uses it any more)."""
+        with self.lock:
+            self._pipelines.clear()
+            self._groups.clear()
+            if self.lost is None:
+                self.lost = "released: every device that used it has closed"
+                self.device.destroy()
 
     def lose(self, reason: str) -> None:
         """Destroy the GPU device (tests), between submissions: wgpu-native aborts the
@@ -122,6 +148,7 @@ class Runtime:
         """
         hit = self._pipelines.get(wgsl)
         if hit is not None:
+            self._pipelines.move_to_end(wgsl)
             return hit
         entries = [{"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE,
                     "buffer": {"type": wgpu.BufferBindingType.uniform,
@@ -138,7 +165,15 @@ class Runtime:
             layout=layout, compute={"module": module, "entry_point": "main"})
         self.pipelines_created += 1
         self._pipelines[wgsl] = (pipe, bgl)
+        while len(self._pipelines) > self.max_pipelines:  # least recently used goes
+            _, (_, old_bgl) = self._pipelines.popitem(last=False)
+            for key in [k for k in self._groups if k[0] is old_bgl]:
+                del self._groups[key]
         return pipe, bgl
+
+    @property
+    def pipelines_alive(self) -> int:
+        return len(self._pipelines)
 
     # -- dispatch ----------------------------------------------------------------------
     def grid(self, threads: int) -> tuple[int, int]:
@@ -228,14 +263,59 @@ class Runtime:
 
 _RUNTIMES: dict[tuple[int | None, int | None], Runtime] = {}
 _RUNTIMES_LOCK = threading.Lock()
+_IDLE: dict[str, Runtime] = {}  # at most one runtime that no device uses
+MAX_PIPELINES = 1024  # compiled pipelines kept per runtime (least recently used go first)
+_NO_ADAPTER = ("wgpu found no GPU adapter. On Debian/Ubuntu install a CPU Vulkan driver with "
+               "'apt-get install mesa-vulkan-drivers', or use open_device(backend='numpy').")
+# "used": this process set up wgpu; "child": it is a fork of one that had. The parent's
+# runtimes are kept in "kept", never released: releasing wgpu objects in the child hangs.
+_FORK: dict[str, Any] = {"used": False, "child": False, "kept": []}
+
+
+def _after_fork_in_child() -> None:
+    global _RUNTIMES_LOCK
+    _RUNTIMES_LOCK = threading.Lock()
+    if _FORK["used"]:
+        _FORK["child"] = True
+        _FORK["kept"].extend(_RUNTIMES.values())
+    _RUNTIMES.clear()
+    _IDLE.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def get_runtime(max_storage_bindings: int | None = None,
                 workgroup: int | None = None) -> Runtime:
-    """The process-wide runtime for these limits (adapter setup costs ~0.5 s; do it once)."""
+    """The process-wide runtime for these limits, shared by every device open with them.
+
+    Each caller must :func:`detach` once done. When the last one does, the runtime is kept
+    idle for the next device (compiled pipelines and all), but only one idle runtime is
+    kept: opening devices with many distinct limits does not pile up wgpu devices.
+    """
     key = (max_storage_bindings, workgroup)
     with _RUNTIMES_LOCK:
         rt = _RUNTIMES.get(key)
         if rt is None or rt.lost is not None:
             rt = _RUNTIMES[key] = Runtime(max_storage_bindings, workgroup)
+        if _IDLE.get("rt") is rt:
+            del _IDLE["rt"]
+        rt.users += 1
         return rt
+
+
+def detach(rt: Runtime) -> None:
+    """One device of ``rt`` closed; the last one parks it idle, evicting the idle one."""
+    with _RUNTIMES_LOCK:
+        rt.users -= 1
+        if rt.users > 0:
+            return
+        if _RUNTIMES.get(rt.key) is rt and rt.lost is None:
+            old = _IDLE.pop("rt", None)
+            _IDLE["rt"] = rt
+            if old is None:
+                return
+            rt = old
+        if _RUNTIMES.get(rt.key) is rt:
+            del _RUNTIMES[rt.key]
+    rt.release()

@@ -1,0 +1,160 @@
+"""Streams of tasks and threads that end without reading are reclaimed: their dead work
+is dropped without running (no upload, no launch, no host data kept), and the tensors
+they made that someone still holds stay computable."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import anyio
+import numpy as np
+import pytest
+
+import asyncfusion as af
+from asyncfusion.ir import InitOp
+from tests.conftest import assert_close
+
+
+def queued(dev: af.Device) -> tuple[int, int]:
+    """(queues, host bytes that queued uploads hold)."""
+    with dev.streams.lock:
+        qs = list(dev.streams.queues.values())
+        return len(qs), sum(op.data.nbytes for q in qs for op in q.ops
+                            if isinstance(op, InitOp))
+
+
+async def _let_server_run(dev: af.Device) -> None:
+    for _ in range(20):
+        await anyio.sleep(0.005)
+
+
+async def test_ended_tasks_that_read_nothing_leave_no_queue_and_no_host_data(dev):
+    data = np.ones(25_600, np.float32)  # 100 KB each
+
+    async def work() -> None:
+        t = af.tensor(data, device=dev)
+        (t * 2.0).exp()
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(400):
+            tg.start_soon(work)
+    gc.collect()
+    await _let_server_run(dev)  # many new streams prompt a reclaim, with no read at all
+    queues, host = queued(dev)
+    assert host <= 64 * data.nbytes, (queues, host)  # at most the streams since the last
+    dev.reset_stats()
+    await dev.sync()
+    assert queued(dev) == (0, 0)
+    assert dev.stats().launches == 0  # the dead work never ran
+    assert dev.memory_stats().live_buffers == 0
+
+
+async def test_tensors_of_ended_tasks_that_someone_holds_stay_computable(dev):
+    kept: dict[int, af.Tensor] = {}
+    base = np.arange(64, dtype=np.float32)
+
+    async def work(i: int) -> None:
+        t = af.tensor(base + i, device=dev)
+        a = t * 2.0              # held: its producers must stay
+        dead = (a + 1.0).exp()   # dropped: goes
+        del dead
+        if i % 3 == 0:
+            kept[i] = a
+        elif i % 3 == 1:
+            kept[i] = (a - t).sum()  # a read of a dropped input, held output
+
+    async with anyio.create_task_group() as tg:
+        for i in range(150):
+            tg.start_soon(work, i)
+    gc.collect()
+    await _let_server_run(dev)
+    dev.reset_stats()
+    for i, t in sorted(kept.items()):
+        x = base + i
+        want = x * 2 if i % 3 == 0 else np.float32((x * 2 - x).sum())
+        assert_close(await t.to_data(), np.asarray(want, np.float32))
+    del t
+    kept.clear()
+    gc.collect()
+    await dev.sync()
+    await dev.sync()
+    assert queued(dev) == (0, 0)
+    assert dev.memory_stats().live_buffers == 0
+
+
+async def test_an_ended_task_feeding_a_live_stream_keeps_what_that_stream_reads(dev):
+    box: dict[str, af.Tensor] = {}
+
+    async def producer() -> None:
+        t = af.tensor([1.0, 2.0, 3.0], device=dev)
+        u = t + 10.0
+        box["u"] = u
+        box["sum"] = (u * 2.0).sum()  # read by nobody yet; held
+        del t, u
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(producer)
+    u = box.pop("u")
+    v = u * 3.0  # this stream now reads u, produced by an ended stream
+    del u
+    gc.collect()
+    await _let_server_run(dev)
+    await dev.sync()
+    assert_close(await v.to_data(), np.array([33.0, 36.0, 39.0], np.float32))
+    assert_close(await box.pop("sum").to_data(), np.float32(72.0).reshape(()))
+
+
+async def test_an_ended_thread_is_reclaimed_too(dev):
+    held: list[af.Tensor] = []
+
+    def thread_work() -> None:
+        for i in range(5):
+            t = af.tensor(np.full(1000, float(i), np.float32), device=dev)
+            (t * 2.0).sqrt()
+        held.append(af.tensor([4.0], device=dev) * 2.0)
+
+    th = threading.Thread(target=thread_work)
+    th.start()
+    th.join()
+    gc.collect()
+    dev.reset_stats()
+    await dev.sync()
+    assert queued(dev) == (0, 0)
+    assert dev.stats().launches == 1  # only the held tensor's work: upload, then one kernel
+    assert_close(await held.pop().to_data(), np.array([8.0], np.float32))
+
+
+@pytest.mark.parametrize("seed", range(2))
+async def test_random_programs_over_ended_tasks_match_numpy(dev, seed):
+    rng = np.random.default_rng(seed)
+    kept: list[tuple[af.Tensor, np.ndarray]] = []
+
+    async def work(i: int) -> None:
+        local = np.random.default_rng(seed * 1000 + i)
+        xs = [local.standard_normal(16).astype(np.float32) for _ in range(3)]
+        ts = [af.tensor(x, device=dev) for x in xs]
+        for _ in range(6):  # a random chain; some values kept, most dropped
+            a, b = local.integers(0, len(ts), 2)
+            k = local.integers(0, 3)
+            t, x = [(ts[a] + ts[b], xs[a] + xs[b]), (ts[a] * 0.5, xs[a] * np.float32(0.5)),
+                    (ts[a].tanh(), np.tanh(xs[a]))][k]
+            ts.append(t)
+            xs.append(x)
+            if local.random() < 0.2:
+                kept.append((t, x))
+
+    async with anyio.create_task_group() as tg:
+        for i in range(int(rng.integers(40, 80))):
+            tg.start_soon(work, i)
+    gc.collect()
+    await _let_server_run(dev)
+    for t, x in kept:
+        assert_close(await t.to_data(), x, rtol=1e-5, atol=1e-6)
+    del t
+    kept.clear()
+    gc.collect()
+    await dev.sync()
+    await dev.sync()
+    assert queued(dev) == (0, 0)
+    assert dev.memory_stats().live_buffers == 0
