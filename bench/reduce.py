@@ -218,6 +218,7 @@ async def bench_af(dev: Any, host: dict[str, np.ndarray], workloads: list[str],
             stage = "timed repetitions"
             dev.reset_stats()
             box["build"] = 0.0
+            allocs = dev.memory_stats().allocations
             st = await C.ameasure(once, warmup=0, min_reps=plan.min_reps,
                                   max_reps=plan.max_reps, budget_s=plan.budget_s)
             s = dev.stats()
@@ -225,6 +226,7 @@ async def bench_af(dev: Any, host: dict[str, np.ndarray], workloads: list[str],
             r["build_ms"] = box["build"] / st.n * 1e3
             r["launches_per_eval"] = s.launches / st.n
             r["submissions_per_eval"] = s.submissions / st.n
+            r["allocations_per_eval"] = (dev.memory_stats().allocations - allocs) / st.n
             r["kernels_per_eval"] = {k: v / st.n for k, v in sorted(s.kernels.items())}
             r["plan_cache"] = {"hits": s.plan_cache_hits, "misses": s.plan_cache_misses}
             if fused:
