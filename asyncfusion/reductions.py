@@ -58,7 +58,7 @@ def reduce(op: str, x: Tensor, axis: Any = None, keepdims: bool = False) -> Tens
         return elementwise("mul", x, 0) if spec.arg else elementwise("copy", x)
     dtype = spec.out_dtype(x.dtype)
     shape = _out_shape(x, axes, keepdims)
-    _check_size(shape, x.device, what)
+    _check_size(shape, x.device, what, dtype)
     out = Tensor(shape, dtype, x.device)
     out_ir = out.out_ir()
     x.device.register(ReduceOp(op, x.ir(), axes, keepdims, out_ir), (x.id,), out_ir)

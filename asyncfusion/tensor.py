@@ -396,8 +396,14 @@ def check_dims(dims: tuple[int, ...] | list[int], what: str) -> None:
                              f"{MAX_DIM}, the largest asyncfusion indexes")
 
 
-def _check_size(shape: tuple[int, ...], device: Any, what: str) -> None:
-    nbytes = numel(shape) * 4  # the widest dtype's itemsize: every dtype is 4 bytes today
+_WIDEST = max(d.itemsize for d in DType)
+
+
+def _check_size(shape: tuple[int, ...], device: Any, what: str,
+                dtype: DType | None = None) -> None:
+    """Refuse a tensor larger than the device's largest buffer (``dtype`` unknown yet: the
+    widest one's size)."""
+    nbytes = numel(shape) * (dtype.itemsize if dtype is not None else _WIDEST)
     if nbytes > device.max_buffer_size:
         raise LimitError(
             f"{what}: a tensor of shape {shape} needs {nbytes} bytes, more than this device's "
@@ -511,7 +517,7 @@ def elementwise(op: str, *args: Any, dtype: DType | None = None) -> Tensor:
     else:
         irs, scalars = _with_scalars(op, args, compute)
     if shape is not first.shape and shape != first.shape:
-        _check_size(shape, device, _what(op))
+        _check_size(shape, device, _what(op), out_dtype)
     out = Tensor(shape, out_dtype, device)
     out_ir = TensorIr(out.id, shape, out_dtype, _NOT_INIT)
     device.register(ElementwiseOp(op, irs, scalars, out_ir, compute), ids, out_ir)
@@ -583,7 +589,7 @@ def cat(tensors: list[Tensor] | tuple[Tensor, ...], axis: int = 0) -> Tensor:
             raise ShapeError(f"cat: shapes {first.shape} and {t.shape} differ outside axis {ax}")
     shape = list(first.shape)
     shape[ax] = sum(t.shape[ax] for t in tensors)
-    _check_size(tuple(shape), first.device, "cat")
+    _check_size(tuple(shape), first.device, "cat", first.dtype)
     out = Tensor(tuple(shape), first.dtype, first.device)
     out_ir = out.out_ir()
     first.device.register(CatOp(tuple(t.ir() for t in tensors), ax, out_ir),

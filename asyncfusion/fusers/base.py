@@ -70,7 +70,9 @@ class BlockFuser:
     def try_add(self, pos: int) -> bool:
         op = self.ops[pos]
         if type(op) is DropOp:
-            self._take(pos, Level.ROW, op)
+            self.taken.append(pos)
+            self.levels.append(Level.ROW)
+            self.end = pos + 1
             return True
         if type(op) is ViewOp:
             if op.input.id in self.produced:
@@ -83,26 +85,17 @@ class BlockFuser:
         level = self.level(op)
         if level is None:
             return False
-        self._take(pos, level, op)
-        if self._build().kernel.storage_bindings > self.max_bindings:
-            self._untake()
-            return False
-        self.computing += 1
-        return True
-
-    def _take(self, pos: int, level: Level, op: OperationIr) -> None:
         self.taken.append(pos)
         self.levels.append(level)
-        self.saved_end = self.end
+        if self._build().kernel.storage_bindings > self.max_bindings:
+            self.taken.pop()
+            self.levels.pop()
+            self.on_untake(op)
+            return False
         self.end = pos + 1
         self.produced.update(t.id for t in op.outputs())
-
-    def _untake(self) -> None:
-        pos = self.taken.pop()
-        self.levels.pop()
-        self.end = self.saved_end
-        self.produced.difference_update(t.id for t in self.ops[pos].outputs())
-        self.on_untake(self.ops[pos])
+        self.computing += 1
+        return True
 
     def on_untake(self, op: OperationIr) -> None:
         """Subclasses undo what :meth:`level` recorded for a refused op."""

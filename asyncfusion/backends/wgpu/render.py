@@ -11,6 +11,8 @@ pass over the row (POST).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ...dtype import DType
@@ -289,12 +291,12 @@ class _Writer:
             self.emit("}")
         self.emit("}", 0)
 
-    def _row_loop(self, depth: int, folded: list[int], inner: object) -> None:
+    def _row_loop(self, depth: int, folded: list[int], inner: Callable[[int], None]) -> None:
         self.emit(f"for (var r0 = lane; r0 < n_red; r0 = r0 + tpr * {INNER_STEPS}u) {{", depth)
         self.emit(f"let r1 = min(n_red, r0 + tpr * {INNER_STEPS}u);", depth + 1)
         self.emit("for (var r = r0; r < r1; r = r + tpr) {", depth + 1)
         self.coords(folded, "r", depth + 2)
-        inner(depth + 2)  # type: ignore[operator]
+        inner(depth + 2)
         self.emit("}", depth + 1)
         self.emit("}", depth)
 
