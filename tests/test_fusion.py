@@ -214,7 +214,8 @@ def _golden(name: str, text: str) -> None:
 
 
 @pytest.mark.parametrize("case", ["mul_add_exp", "broadcast_where_cast", "inplace_exp",
-                                  "reduce_score", "softmax", "view_transpose_add"])
+                                  "reduce_score", "softmax", "view_transpose_add",
+                                  "argmax_subgroups"])
 def test_generated_wgsl_matches_golden(case):
     dev = af.Device("numpy")
     a = af.tensor(np.ones(8, np.float32), device=dev)
@@ -233,9 +234,12 @@ def test_generated_wgsl_matches_golden(case):
         out = (-((m - a) ** 2).sum(axis=1)).exp()
     elif case == "softmax":  # the max; then exp, the sum and the division in one kernel
         out = af.softmax(m)
+    elif case == "argmax_subgroups":  # (value, index) pairs combined by subgroup shuffles
+        out = (m * 2.0).argmax(1)
     else:  # a transposed view read through its strides, fused with the add
         out = m.T + 1.0
-    text = "\n".join(f"// kernel {i}\n{render(k, 256)}" for i, k in enumerate(kernels(dev)))
+    sg = case.endswith("subgroups")
+    text = "\n".join(f"// kernel {i}\n{render(k, 256, sg)}" for i, k in enumerate(kernels(dev)))
     _golden(case, text)
     del out
 

@@ -225,3 +225,19 @@ async def test_long_reduction_axis_is_correct(dev):
     got = await t.sum().to_data()
     assert float(got) == float(x.sum())
     assert int(await t.argmin().to_data()) == int(x.argmin())
+
+
+@pytest.mark.parametrize("subgroups", [True, False], ids=["subgroups", "workgroup-tree"])
+async def test_both_row_combines_agree_with_numpy(subgroups):
+    """Rows are combined with subgroup shuffles where the adapter has them, else with a
+    tree in workgroup memory; rows of 1 to 1000 elements exercise every width."""
+    async with af.open_device() as dev:
+        if subgroups and not dev.backend.rt.subgroups:
+            pytest.skip("this adapter has no subgroup operations")
+        dev.backend.subgroups = subgroups
+        for n in (1, 3, 8, 33, 256, 1000):
+            x = RNG.standard_normal((5, n)).astype(np.float32)
+            t = af.tensor(x, device=dev)
+            got = await af.cat([t.sum(1), t.max(1), t.argmax(1).astype(af.float32)], 0).to_data()
+            want = np.concatenate([x.sum(1), x.max(1), x.argmax(1).astype(np.float32)])
+            assert_close(got, want, rtol=1e-4, atol=1e-4)

@@ -27,7 +27,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let a1 = in1[u32(bitcast<i32>(params.w[2][1]) + i32(c0) * bitcast<i32>(params.w[2][2]) + i32(c1) * bitcast<i32>(params.w[2][3]))];
         let v0 = select((a0 - a1), f32(bitcast<f32>(0x7fc00000u)), ((bitcast<u32>(a0) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(a1) & 0x7fffffffu) > 0x7f800000u) | (((bitcast<u32>(a0) & u32(0x7fffffffu)) == u32(0x7f800000u)) & (bitcast<u32>(a0) == (bitcast<u32>(a1) ^ u32(0u)))));
         let v1 = (v0 * v0);
-        acc = (acc + v1);
+        let x = v1;
+        acc = (acc + x);
       }
     }
   }
@@ -35,15 +36,16 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   workgroupBarrier();
   for (var s = tpr / 2u; s > 0u; s = s / 2u) {
     if (lane < s) {
-      red_v[lid] = (red_v[lid] + red_v[lid + s]);
+      red_v[slot * tpr + lane] = (red_v[slot * tpr + lane] + red_v[slot * tpr + lane + s]);
     }
     workgroupBarrier();
   }
+  let first = slot * tpr;
   if (valid && lane == 0u) {
     var q_row = row;
     let c0 = q_row;
     let c1 = 0u;
-    let res = red_v[lid];
+    let res = red_v[first];
     let v2 = (-res);
     let v3 = exp(v2);
     out0[row] = v3;

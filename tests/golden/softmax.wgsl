@@ -23,7 +23,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         var q_r = r;
         let c1 = q_r;
         let a0 = in0[u32(bitcast<i32>(params.w[1][2]) + i32(c0) * bitcast<i32>(params.w[1][3]) + i32(c1) * bitcast<i32>(params.w[2][0]))];
-        acc = select(max(acc, a0), acc + a0, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(a0) & 0x7fffffffu) > 0x7f800000u));
+        let x = a0;
+        acc = select(max(acc, x), acc + x, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u));
       }
     }
   }
@@ -31,15 +32,16 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   workgroupBarrier();
   for (var s = tpr / 2u; s > 0u; s = s / 2u) {
     if (lane < s) {
-      red_v[lid] = select(max(red_v[lid], red_v[lid + s]), red_v[lid] + red_v[lid + s], ((bitcast<u32>(red_v[lid]) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(red_v[lid + s]) & 0x7fffffffu) > 0x7f800000u));
+      red_v[slot * tpr + lane] = select(max(red_v[slot * tpr + lane], red_v[slot * tpr + lane + s]), red_v[slot * tpr + lane] + red_v[slot * tpr + lane + s], ((bitcast<u32>(red_v[slot * tpr + lane]) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(red_v[slot * tpr + lane + s]) & 0x7fffffffu) > 0x7f800000u));
     }
     workgroupBarrier();
   }
+  let first = slot * tpr;
   if (valid && lane == 0u) {
     var q_row = row;
     let c0 = q_row;
     let c1 = 0u;
-    let res = red_v[lid];
+    let res = red_v[first];
     out0[row] = res;
   }
 }
@@ -74,7 +76,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         let a1 = in1[u32(bitcast<i32>(params.w[2][1]) + i32(c0) * bitcast<i32>(params.w[2][2]) + i32(c1) * bitcast<i32>(params.w[2][3]))];
         let v0 = select((a0 - a1), f32(bitcast<f32>(0x7fc00000u)), ((bitcast<u32>(a0) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(a1) & 0x7fffffffu) > 0x7f800000u) | (((bitcast<u32>(a0) & u32(0x7fffffffu)) == u32(0x7f800000u)) & (bitcast<u32>(a0) == (bitcast<u32>(a1) ^ u32(0u)))));
         let v1 = exp(v0);
-        acc = (acc + v1);
+        let x = v1;
+        acc = (acc + x);
       }
     }
   }
@@ -82,15 +85,16 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   workgroupBarrier();
   for (var s = tpr / 2u; s > 0u; s = s / 2u) {
     if (lane < s) {
-      red_v[lid] = (red_v[lid] + red_v[lid + s]);
+      red_v[slot * tpr + lane] = (red_v[slot * tpr + lane] + red_v[slot * tpr + lane + s]);
     }
     workgroupBarrier();
   }
+  let first = slot * tpr;
   if (valid && lane == 0u) {
     var q_row = row;
     let c0 = q_row;
     let c1 = 0u;
-    let res = red_v[lid];
+    let res = red_v[first];
     sh_res[slot] = res;
   }
   workgroupBarrier();

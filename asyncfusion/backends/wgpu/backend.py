@@ -47,10 +47,12 @@ class WgpuBackend:
         self.faults = FaultInjector()
         self.max_storage_bindings = self.rt.max_storage_bindings
         self.max_buffer_size = self.rt.max_buffer_size
-        self.pool = BufferPool(self.rt.create_storage, self.faults, self.rt.forget_buffer)
+        self.pool = BufferPool(self.rt.create_storage, self.faults, self.rt.forget_buffer,
+                               self.rt.pool_budget)
         self.staging = BufferPool(self.rt.create_staging, self.faults, self.rt.forget_buffer)
         self.batch = self.rt.new_batch()
         self._kernels: OrderedDict[Kernel, str] = OrderedDict()
+        self.subgroups = self.rt.subgroups  # reductions combine rows with subgroup shuffles
 
     @property
     def adapter_summary(self) -> str:
@@ -84,7 +86,7 @@ class WgpuBackend:
     def _wgsl(self, kernel: Kernel) -> str:
         text = self._kernels.get(kernel)
         if text is None:
-            text = self._kernels[kernel] = render(kernel, self.rt.workgroup)
+            text = self._kernels[kernel] = render(kernel, self.rt.workgroup, self.subgroups)
             self.counters.kernels_generated += 1
             if len(self._kernels) > _MAX_KERNELS:
                 self._kernels.popitem(last=False)

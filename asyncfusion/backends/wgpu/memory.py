@@ -53,7 +53,11 @@ class BufferPool:
                 self.pooled -= 1
                 self.pooled_bytes -= cap
         if gpu is None:
-            gpu = self._create(cap)
+            try:
+                gpu = self._create(cap)
+            except Exception:  # noqa: BLE001 - out of memory: give the pool back, retry once
+                self.empty()
+                gpu = self._create(cap)
             with self._lock:
                 self.allocations += 1
         with self._lock:
@@ -101,6 +105,16 @@ class BufferPool:
         self._forget(gpu)
         gpu.destroy()
 
+    def empty(self) -> None:
+        """Destroy every pooled (free) buffer, as torch's ``empty_cache`` does."""
+        with self._lock:
+            for cap, lst in self._free.items():
+                for gpu in lst:
+                    self._destroy(gpu)
+                self.pooled -= len(lst)
+                self.pooled_bytes -= cap * len(lst)
+            self._free.clear()
+
     def clear(self) -> None:
         """Destroy every pooled and retired buffer (the device is closing)."""
         with self._lock:
@@ -110,12 +124,7 @@ class BufferPool:
                     self.live_bytes -= buf.capacity
                     self._destroy(buf.gpu)
             self._retired.clear()
-            for cap, lst in self._free.items():
-                for gpu in lst:
-                    self._destroy(gpu)
-                self.pooled -= len(lst)
-                self.pooled_bytes -= cap * len(lst)
-            self._free.clear()
+        self.empty()
 
     def stats(self) -> MemoryStats:
         with self._lock:

@@ -45,9 +45,10 @@ def param_words(kernel: Kernel, args: LaunchArgs, head: tuple[int, int, int, int
 
 
 class _Writer:
-    def __init__(self, kernel: Kernel, workgroup: int) -> None:
+    def __init__(self, kernel: Kernel, workgroup: int, subgroups: bool) -> None:
         self.k = kernel
         self.wg = workgroup
+        self.subgroups = subgroups
         self.v4 = kernel.vec4
         self.lines: list[str] = []
         rank = kernel.rank
@@ -221,9 +222,10 @@ class _Writer:
         if spec.arg:
             self._better(red.acc, spec.name == "argmax")
         self.emit(f"@compute @workgroup_size({wg})", 0)
+        sgs = ", @builtin(subgroup_size) sgs: u32" if self.subgroups else ""
         self.emit("fn main(@builtin(local_invocation_index) lid: u32, "
                   "@builtin(workgroup_id) wid: vec3<u32>, "
-                  "@builtin(num_workgroups) nwg: vec3<u32>) {", 0)
+                  f"@builtin(num_workgroups) nwg: vec3<u32>{sgs}) {{", 0)
         self.emit(f"let n_out = {param(0)};")
         self.emit(f"let n_red = {param(1)};")
         self.emit(f"let tpr = {param(2)};")
@@ -239,34 +241,21 @@ class _Writer:
         self.coords(kept, "row", 2)
         self._row_loop(2, folded, lambda d: self._fold(spec.arg, d))
         self.emit("}")
-        self.emit("red_v[lid] = acc;")
-        if spec.arg:
-            self.emit("red_i[lid] = acc_i;")
-        self.emit("workgroupBarrier();")
-        self.emit("for (var s = tpr / 2u; s > 0u; s = s / 2u) {")
-        self.emit("if (lane < s) {", 2)
-        if spec.arg:
-            self.emit("if (af_better(red_v[lid + s], red_i[lid + s], red_v[lid], red_i[lid])) {",
-                      3)
-            self.emit("red_v[lid] = red_v[lid + s]; red_i[lid] = red_i[lid + s];", 4)
-            self.emit("}", 3)
+        if self.subgroups:
+            self._combine_subgroups(spec.arg, red.acc)
         else:
-            assert spec.combine is not None
-            self.emit(f"red_v[lid] = {spec.combine('red_v[lid]', 'red_v[lid + s]', red.acc)};",
-                      3)
-        self.emit("}", 2)
-        self.emit("workgroupBarrier();", 2)
-        self.emit("}")
+            self._combine_tree(spec.arg, red.acc)
         self.emit("if (valid && lane == 0u) {")
         self.coords(kept, "row", 2)
         for d in folded:
             self.emit(f"let c{d} = 0u;", 2)
+        first = "red_v[first]"
         if spec.arg:
-            res = "i32(red_i[lid])"
+            res = "i32(red_i[first])"
         elif red.out is DType.bool:
-            res = "(red_v[lid] != 0u)"
+            res = f"({first} != 0u)"
         else:
-            res = "red_v[lid]"
+            res = first
         self.emit(f"let res = {res};", 2)
         self.level(Level.OUT, 2, list(range(k.rank)), (Level.OUT,))
         for j, st in enumerate(k.stores):
@@ -290,6 +279,56 @@ class _Writer:
             self._row_loop(2, folded, self._post)
             self.emit("}")
         self.emit("}", 0)
+
+    def _fold_pair(self, arg: bool, dt: DType, a: tuple[str, str], b: tuple[str, str],
+                   depth: int) -> None:
+        """``a = combine(a, b)`` for registers or shared slots (value, index) ``a``, ``b``."""
+        if arg:
+            self.emit(f"if (af_better({b[0]}, {b[1]}, {a[0]}, {a[1]})) {{ {a[0]} = {b[0]}; "
+                      f"{a[1]} = {b[1]}; }}", depth)
+        else:
+            spec = REDUCTIONS[self.k.reduce.op]  # type: ignore[union-attr]
+            assert spec.combine is not None
+            self.emit(f"{a[0]} = {spec.combine(a[0], b[0], dt)};", depth)
+
+    def _tree(self, arg: bool, dt: DType, base: str, count: str) -> None:
+        """Fold ``count`` shared slots from ``red_v[base]`` into the first, as a tree."""
+        self.emit(f"for (var s = {count} / 2u; s > 0u; s = s / 2u) {{")
+        self.emit("if (lane < s) {", 2)
+        self._fold_pair(arg, dt, (f"red_v[{base} + lane]", f"red_i[{base} + lane]"),
+                        (f"red_v[{base} + lane + s]", f"red_i[{base} + lane + s]"), 3)
+        self.emit("}", 2)
+        self.emit("workgroupBarrier();", 2)
+        self.emit("}")
+
+    def _combine_tree(self, arg: bool, dt: DType) -> None:
+        """Each thread's partial to workgroup memory, then a tree per row."""
+        self.emit("red_v[lid] = acc;")
+        if arg:
+            self.emit("red_i[lid] = acc_i;")
+        self.emit("workgroupBarrier();")
+        self._tree(arg, dt, "slot * tpr", "tpr")
+        self.emit("let first = slot * tpr;")
+
+    def _combine_subgroups(self, arg: bool, dt: DType) -> None:
+        """A butterfly of subgroup shuffles across the row's lanes in each subgroup (no
+        barrier), then a tree over the row's subgroups in workgroup memory, if several."""
+        self.emit("let width = min(tpr, sgs);")
+        self.emit("for (var s = width / 2u; s > 0u; s = s / 2u) {")
+        self.emit("let o = subgroupShuffleXor(acc, s);", 2)
+        if arg:
+            self.emit("let oi = subgroupShuffleXor(acc_i, s);", 2)
+        self._fold_pair(arg, dt, ("acc", "acc_i"), ("o", "oi"), 2)
+        self.emit("}")
+        self.emit("let parts = tpr / width;")
+        self.emit("if (lane % width == 0u) {")
+        self.emit("red_v[slot * parts + lane / width] = acc;", 2)
+        if arg:
+            self.emit("red_i[slot * parts + lane / width] = acc_i;", 2)
+        self.emit("}")
+        self.emit("workgroupBarrier();")
+        self._tree(arg, dt, "slot * parts", "parts")
+        self.emit("let first = slot * parts;")
 
     def _row_loop(self, depth: int, folded: list[int], inner: Callable[[int], None]) -> None:
         self.emit(f"for (var r0 = lane; r0 < n_red; r0 = r0 + tpr * {INNER_STEPS}u) {{", depth)
@@ -316,12 +355,8 @@ class _Writer:
             x = f"select(0u, 1u, {x})"
         elif red.src is not red.acc:
             x = f"{WGSL_TYPE[red.acc]}({x})"
-        if arg:
-            self.emit(f"if (af_better({x}, r, acc, acc_i)) {{ acc = {x}; acc_i = r; }}", depth)
-        else:
-            spec = REDUCTIONS[red.op]
-            assert spec.combine is not None
-            self.emit(f"acc = {spec.combine('acc', x, red.acc)};", depth)
+        self.emit(f"let x = {x};", depth)
+        self._fold_pair(arg, red.acc, ("acc", "acc_i"), ("x", "r"), depth)
 
     def _post(self, depth: int) -> None:
         self.level(Level.POST, depth, range(self.k.rank), (Level.ROW, Level.POST))
@@ -341,9 +376,9 @@ class _Writer:
         self.emit("}", 0)
 
 
-def render(kernel: Kernel, workgroup: int) -> str:
-    """The WGSL text of one kernel."""
-    w = _Writer(kernel, workgroup)
+def render(kernel: Kernel, workgroup: int, subgroups: bool = False) -> str:
+    """The WGSL text of one kernel; ``subgroups``: the adapter has subgroup operations."""
+    w = _Writer(kernel, workgroup, subgroups)
     w.declare()
     if kernel.reduce is None:
         w.elementwise()

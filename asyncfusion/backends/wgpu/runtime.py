@@ -101,7 +101,15 @@ class Runtime:
         self.max_workgroups = lim["max-compute-workgroups-per-dimension"]
         self.uniform_align = max(lim["min-uniform-buffer-offset-alignment"], 16)
         self.adapter_info = dict(adapter.info)
-        self.device = adapter.request_device_sync(required_limits={
+        # Freed buffers stay pooled up to this budget (WebGPU does not report the device's
+        # memory): 8 GiB on a GPU, a quarter of the host's memory (at most 4 GiB) on a CPU
+        # adapter, whose "device memory" is the host's.
+        host = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        self.pool_budget = min(host // 4, 4 << 30) if cpu else 8 << 30
+        # Subgroup operations let a reduction combine a row's partials in registers.
+        self.subgroups = "subgroup" in adapter.features
+        self.device = adapter.request_device_sync(
+            required_features=["subgroup"] if self.subgroups else [], required_limits={
             "max-storage-buffers-per-shader-stage": want,
             "max-compute-invocations-per-workgroup": max(self.workgroup, 256),
             "max-compute-workgroup-size-x": max(self.workgroup, 256),
