@@ -97,6 +97,12 @@ CASES = {
                      lambda x, y, v, b, i: (i // 4) * 100 + i % 4 + (i.T // -3).T),
     "float-floordiv-mod": (lambda x, y, v, b, i: x // 0.75 + x % 0.75,
                            lambda x, y, v, b, i: x // np.float32(0.75) + x % np.float32(0.75)),
+    "cat-views": (lambda x, y, v, b, i: af.cat([x[:, ::2], y.T[:, :4], x[::-1, 1::2]], 0),
+                  lambda x, y, v, b, i: np.concatenate([x[:, ::2], y.T[:, :4], x[::-1, 1::2]], 0)),
+    "where-views": (lambda x, y, v, b, i: af.where(x.T > 0, y, x.T * 2.0) + v[::-1, None][:, :1],
+                    lambda x, y, v, b, i: np.where(x.T > 0, y, x.T * 2) + v[::-1, None]),
+    "astype-view": (lambda x, y, v, b, i: i.T[::2].astype(af.float32) * x.T[::2],
+                    lambda x, y, v, b, i: i.T[::2].astype(np.float32) * x.T[::2]),
     "like": (lambda x, y, v, b, i: af.zeros_like(x) + af.ones_like(i) + af.full_like(x, 2.5),
              lambda x, y, v, b, i: np.zeros_like(x) + np.ones_like(i) + 2.5),
 }
