@@ -34,17 +34,18 @@ _MAX_SORT = 8192  # sort ranks a row against itself: n * n work per row
 
 def _indices(index: Any, like: Tensor, what: str) -> Tensor:
     if type(index) is not Tensor:
-        index = tensor(index, DType.int32, device=like.device)
-    elif index.device is not like.device:
+        return tensor(index, DType.int32, device=like.device)
+    t: Tensor = index
+    if t.device is not like.device:
         raise DeviceMismatchError(f"{what}: the tensor and its indices live on two devices "
-                                  f"({like.device!r} and {index.device!r}); create the "
+                                  f"({like.device!r} and {t.device!r}); create the "
                                   "indices on the tensor's device")
-    if index.dtype is DType.uint32:
-        index = index.astype(DType.int32)
-    if index.dtype is not DType.int32:
-        raise DTypeError(f"{what}: indices must be int32, got {index.dtype.label}; cast with "
+    if t.dtype is DType.uint32:
+        t = t.astype(DType.int32)
+    if t.dtype is not DType.int32:
+        raise DTypeError(f"{what}: indices must be int32, got {t.dtype.label}; cast with "
                          ".astype(asyncfusion.int32)")
-    return index
+    return t
 
 
 def take_along_axis(x: Tensor, index: Any, axis: int = -1) -> Tensor:
