@@ -144,3 +144,19 @@ async def test_random_shapes_and_transposes_match_numpy(dev, ref, case):
         xa, xb = af.tensor(a_host, device=device), af.tensor(b_host, device=device)
         got = await ((xa.mT if ta else xa) @ (xb.mT if tb else xb) + 1.0).to_data()
         assert_close(got, np.matmul(a, b) + 1, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("script,args,expect", [
+    ("mlp.py", ["32"], "probabilities match numpy"),
+    ("search.py", ["3000", "32"], "scores match numpy"),
+])
+def test_examples_check_themselves_against_numpy(script, args, expect):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "examples" / script
+    proc = subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert expect in proc.stdout
