@@ -17,7 +17,10 @@ from .dtype import DType, bool_, float32, int32, uint32
 from .errors import (AsyncFusionError, AxisError, IndexingError, BlockingCallError, DataError,
                      DeviceClosedError, DeviceLostError, DeviceMismatchError, DTypeError,
                      ExecutionError, LimitError, NoAdapterError, ShapeError)
+from .indexing import (argsort, gather, index_select, one_hot, sort, stack, take,
+                       take_along_axis, topk)
 from .interop import asarray
+from .linalg import matmul, vecdot
 from .stream import StreamId
 from .reductions import (clip, gelu, layer_norm, log_softmax, logsumexp, mean, silu,
                          softmax, var)
@@ -32,6 +35,8 @@ __all__ = [
     "open_device", "default_device",
     "tensor", "asarray", "zeros", "ones", "full", "arange", "rand", "randn",
     "where", "minimum", "maximum", "cat", "elementwise_op",
+    "matmul", "vecdot", "take", "take_along_axis", "gather", "index_select", "stack", "one_hot",
+    "topk", "sort", "argsort",
     "softmax", "log_softmax", "logsumexp", "layer_norm", "gelu", "silu", "clip", "mean",
     "var", "std", "sum", "prod", "max", "min", "any", "all", "argmax", "argmin",
     "reshape", "permute", "transpose", "broadcast_to", "squeeze", "unsqueeze", "flip",

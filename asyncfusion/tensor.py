@@ -282,6 +282,8 @@ class Tensor:
     def __or__(self, o: Any) -> Tensor: return elementwise("logical_or", self, o)
     def __ror__(self, o: Any) -> Tensor: return elementwise("logical_or", o, self)
     def __invert__(self) -> Tensor: return elementwise("logical_not", self)
+    def __matmul__(self, o: Any) -> Tensor: return _linalg.matmul(self, o)
+    def __rmatmul__(self, o: Any) -> Tensor: return _linalg.matmul(o, self)
 
     def abs(self) -> Tensor: return elementwise("abs", self)
     def exp(self) -> Tensor: return elementwise("exp", self)
@@ -599,3 +601,4 @@ def cat(tensors: list[Tensor] | tuple[Tensor, ...], axis: int = 0) -> Tensor:
 
 from . import reductions as _red  # noqa: E402 - they build on Tensor
 from . import views as _views  # noqa: E402
+from . import linalg as _linalg  # noqa: E402

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..dtype import DType
 from ..ir import Layout, numel
-from ..kernel import Arg, Kernel, LaunchArgs, Level
+from ..kernel import Arg, Kernel, LaunchArgs, Level, Load
 from ..primitives import PRIMITIVES, REDUCTIONS
 from .base import MemoryStats, host_view
 from .faults import FaultInjector
@@ -63,18 +63,37 @@ class _Run:
         self.keep = tuple(1 if r else s for s, r in zip(self.space, reduced, strict=True))
         self.axes = tuple(d for d, r in enumerate(reduced) if r)
         self.maps = iter(args.maps)
-        self.inputs = [self._load(ld.dtype, ld.dense, ld.level, buf)
-                       for ld, buf in zip(kernel.loads, loads, strict=True)]
+        self.inputs: list[np.ndarray] = []
+        for k, (ld, buf) in enumerate(zip(kernel.loads, loads, strict=True)):
+            self.inputs.append(self._load(k, ld, buf))
         self.values: list[np.ndarray] = []
         self.result: np.ndarray | None = None
 
-    def _load(self, dtype: DType, dense: bool, level: Level, buf: HostBuffer) -> np.ndarray:
-        words = buf.words(dtype)
-        if dense:
-            return _from_words(words[:numel(self.space)].reshape(self.space), dtype)
+    def _load(self, k: int, ld: Load, buf: HostBuffer) -> np.ndarray:
+        words = buf.words(ld.dtype)
+        if ld.dense:
+            return _from_words(words[:numel(self.space)].reshape(self.space), ld.dtype)
         offset, strides = next(self.maps)
-        shape = self.keep if level is Level.OUT else self.space
-        return _from_words(words[_index(shape, offset, strides)], dtype)
+        shape = self.keep if ld.level is Level.OUT else self.space
+        if self.kernel.matmul and k < 2:  # an operand: (batch..., M, 1, K) or (..., 1, N, K)
+            r = len(shape)
+            shape = tuple(1 if d == r - 2 - k else s for d, s in enumerate(shape))
+        if ld.gather is None:
+            return _from_words(words[_index(shape, offset, strides)], ld.dtype)
+        j, d, s = ld.gather
+        size = int(self.args.scalars[s])
+        at = self.inputs[j].astype(np.int64)
+        at = np.clip(np.where(at < 0, at + size, at), 0, size - 1)
+        plain = tuple(0 if e == d else st for e, st in enumerate(strides))
+        return _from_words(words[_index(shape, offset, plain) + at * strides[d]], ld.dtype)
+
+    def _matmul(self) -> np.ndarray:
+        """The operands' product over K, kept as a trailing axis of size 1."""
+        red = self.kernel.reduce
+        assert red is not None
+        a, b = (self.inputs[k].astype(red.acc.np, copy=False) for k in (0, 1))
+        out = np.matmul(a[..., :, 0, :], np.swapaxes(b[..., 0, :, :], -1, -2))
+        return np.asarray(out).astype(red.out.np)[..., None]
 
     def operand(self, a: Arg) -> np.ndarray:
         if a.kind == "in":
@@ -93,7 +112,11 @@ class _Run:
         self.values = values
         with np.errstate(all="ignore"):
             for level in (Level.ROW, Level.OUT, Level.POST):
-                if level is Level.OUT and k.reduce is not None:
+                if k.matmul and level is not Level.OUT:
+                    if level is Level.ROW:
+                        self.result = self._matmul()
+                    continue
+                if level is Level.OUT and k.reduce is not None and not k.matmul:
                     red = k.reduce
                     self.result = REDUCTIONS[red.op].numpy(
                         self.operand(red.value).astype(red.src.np, copy=False),

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir import (CatOp, DropOp, ElementwiseOp, InitOp, OperationIr, ReduceOp,
-                  Renumber, TensorStatus, ViewOp, dense_strides, numel)
+from ..ir import (CatOp, DropOp, ElementwiseOp, GatherOp, InitOp, MatmulOp, OperationIr,
+                  ReduceOp, Renumber, TensorStatus, ViewOp, dense_strides, numel)
 from ..kernel import Kernel, LaunchArgs, Level, Lowered, align_to, copy_kernel, lower
 from ..trace import Counters, emit, trace_enabled
 from .memory import Memory, Poison, Storage
@@ -156,7 +156,10 @@ class KernelStep(Step):
                 break
         p, of_input = lw.shape_from
         src = block[p]
-        space = (src.inputs()[0] if of_input else src.outputs()[0]).shape
+        if type(src) is MatmulOp:
+            space = src.space
+        else:
+            space = (src.inputs()[0] if of_input else src.outputs()[0]).shape
         maps = []
         for align, (pos, j) in zip(lw.load_align, lw.load_refs, strict=True):
             if align is not None:
@@ -228,9 +231,13 @@ class CatStep(Step):
 def single_step(ops: list[OperationIr], pos: int, rel: dict[int, int]) -> Step:
     """The unfused step of ``ops[pos]``: its own kernel, or no launch at all."""
     op = ops[pos]
-    if type(op) is ElementwiseOp:
+    if type(op) is ElementwiseOp or type(op) is GatherOp:
         return KernelStep.build((pos,), lower([op], [Level.ROW], op.out.shape, inplace=False),
                                 rel, False)
+    if type(op) is MatmulOp:
+        reduced = (False,) * len(op.out.shape) + (True,)
+        return KernelStep.build((pos,), lower([op], [Level.ROW], op.space, reduced), rel,
+                                False)
     if type(op) is ReduceOp:
         space = op.input.shape
         reduced = tuple(d in op.axes for d in range(len(space)))

@@ -12,7 +12,7 @@ from collections import OrderedDict
 from typing import Any
 
 from ..backends.base import Backend
-from ..fusers import ElementwiseFuser, Fuser, ReduceFuser
+from ..fusers import ElementwiseFuser, Fuser, MatmulFuser, ReduceFuser
 from ..ir import OperationIr, Renumber
 from ..trace import Counters
 from .explorer import explore
@@ -32,7 +32,8 @@ class Runner:
         self.max_plans = max_plans
         self.plans: OrderedDict[tuple[Any, ...], list[Step]] = OrderedDict()
         self.fusers: list[Fuser] = [ElementwiseFuser(backend.max_storage_bindings, max_ops),
-                                    ReduceFuser(backend.max_storage_bindings, max_ops)]
+                                    ReduceFuser(backend.max_storage_bindings, max_ops),
+                                    MatmulFuser(backend.max_storage_bindings, max_ops)]
 
     def plan(self, ops: list[OperationIr], rel: dict[int, int]) -> list[Step]:
         if self.fuse:

@@ -2,6 +2,8 @@
 
 from .base import BlockFuser, Candidate, Fuser
 from .elementwise import ElementwiseFuser
+from .matmul import MatmulFuser
 from .reduce import ReduceFuser
 
-__all__ = ["BlockFuser", "Candidate", "Fuser", "ElementwiseFuser", "ReduceFuser"]
+__all__ = ["BlockFuser", "Candidate", "Fuser", "ElementwiseFuser", "MatmulFuser",
+           "ReduceFuser"]

@@ -1,9 +1,9 @@
 """The IR: operation records, layouts and relative signatures (no execution here)."""
 
 from .layout import IndexItem, Layout, dense_strides
-from .ops import (CatOp, DropOp, ElementwiseOp, InitOp, OperationIr, ReduceOp, Renumber,
-                  ScalarIr, TensorIr, TensorStatus, ViewOp, numel)
+from .ops import (CatOp, DropOp, ElementwiseOp, GatherOp, InitOp, MatmulOp, OperationIr,
+                  ReduceOp, Renumber, ScalarIr, TensorIr, TensorStatus, ViewOp, numel)
 
 __all__ = ["IndexItem", "Layout", "dense_strides", "CatOp", "DropOp", "ElementwiseOp",
-           "InitOp", "OperationIr", "ReduceOp", "Renumber", "ScalarIr", "TensorIr",
-           "TensorStatus", "ViewOp", "numel"]
+           "GatherOp", "InitOp", "MatmulOp", "OperationIr", "ReduceOp", "Renumber", "ScalarIr",
+           "TensorIr", "TensorStatus", "ViewOp", "numel"]

@@ -27,7 +27,8 @@ from ..primitives import PRIMITIVES, REDUCTIONS
 from .layout import Layout
 
 __all__ = ["TensorStatus", "TensorIr", "ScalarIr", "OperationIr", "InitOp", "ElementwiseOp",
-           "ReduceOp", "ViewOp", "CatOp", "DropOp", "Renumber", "numel"]
+           "ReduceOp", "MatmulOp", "GatherOp", "ViewOp", "CatOp", "DropOp", "Renumber",
+           "numel"]
 
 
 class TensorStatus(enum.Enum):
@@ -207,6 +208,63 @@ class ReduceOp(OperationIr):
 
     def with_last_use(self, tid: int) -> ReduceOp:
         return dataclasses.replace(self, input=_rw(self.input, tid))
+
+
+@dataclass(frozen=True, slots=True)
+class MatmulOp(OperationIr):
+    """``out = a @ b`` for operands of rank >= 2 (batch dimensions broadcast as numpy's).
+
+    Its kernel iterates ``space``: the output's shape plus the inner dimension K, which it
+    folds (a sum of products, scheduled as a tiled matmul)."""
+
+    a: TensorIr
+    b: TensorIr
+    out: TensorIr
+    fusible: ClassVar[bool] = True
+
+    def inputs(self) -> tuple[TensorIr, ...]:
+        return (self.a, self.b)
+
+    def outputs(self) -> tuple[TensorIr, ...]:
+        return (self.out,)
+
+    @property
+    def space(self) -> tuple[int, ...]:
+        return self.out.shape + (self.a.shape[-1],)
+
+    def with_last_use(self, tid: int) -> MatmulOp:
+        return dataclasses.replace(self, a=_rw(self.a, tid), b=_rw(self.b, tid))
+
+
+@dataclass(frozen=True, slots=True)
+class GatherOp(OperationIr):
+    """``out[c] = input[c with c[axis] := index[c]]`` (numpy's ``take_along_axis``):
+    ``index`` is an int32 tensor broadcastable to ``out``; negative entries count from
+    the end and out-of-range ones are clamped (a kernel cannot raise)."""
+
+    input: TensorIr
+    index: TensorIr
+    axis: int
+    out: TensorIr
+    fusible: ClassVar[bool] = True
+
+    def inputs(self) -> tuple[TensorIr, ...]:
+        return (self.input, self.index)
+
+    def outputs(self) -> tuple[TensorIr, ...]:
+        return (self.out,)
+
+    @property
+    def scalars(self) -> tuple[int, ...]:
+        """The size of the gathered axis: the kernel wraps and clamps indices with it."""
+        return (self.input.shape[self.axis],)
+
+    def signature(self, rn: Renumber) -> tuple[Any, ...]:
+        return ("gather", self.axis, rn.tensor(self.input), rn.tensor(self.index),
+                rn.tensor(self.out))
+
+    def with_last_use(self, tid: int) -> GatherOp:
+        return dataclasses.replace(self, input=_rw(self.input, tid), index=_rw(self.index, tid))
 
 
 @dataclass(frozen=True, slots=True)

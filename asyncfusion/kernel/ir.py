@@ -12,6 +12,12 @@ registers, optionally folds one value with a :class:`Reduce`, and writes values 
 * ``POST`` — one value per element again, after the reduction, reading ``OUT`` values
   broadcast along the reduced axes (``x / x.sum(-1, keepdims=True)`` in one kernel).
 
+A *matmul* kernel (``matmul=True``) is a reduction too: its index space is the output's
+shape plus K, its ROW body is the product of loads 0 and 1 and its reduction a sum over
+K; backends schedule it as a tiled matmul, and its OUT work (bias, activation, residual)
+runs in the tile's store. A *gather* load reads its input at a coordinate taken from
+another load (``Load.gather``).
+
 A kernel is pure structure — no sizes, strides or values — so equal kernels render to
 the same WGSL and share one compiled pipeline. Sizes, strides, offsets and scalars come
 with each launch as :class:`LaunchArgs`.
@@ -50,6 +56,9 @@ class Load:
     dtype: DType
     dense: bool
     level: Level = Level.ROW
+    # (index load, index-space dimension, scalar holding the input's size there): that
+    # dimension's coordinate is the index load's value, wrapped if negative and clamped.
+    gather: tuple[int, int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,13 +105,14 @@ class Kernel:
     reduce: Reduce | None = None
     reduced: tuple[bool, ...] = ()  # per dimension of the index space: folded?
     vec4: bool = False
+    matmul: bool = False
     _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Kernels key the backend caches on every launch: hash the deep structure once.
         object.__setattr__(self, "_hash", hash((
             self.rank, self.loads, self.body, self.stores, self.scalars, self.reduce,
-            self.reduced, self.vec4)))
+            self.reduced, self.vec4, self.matmul)))
 
     def __hash__(self) -> int:
         return self._hash
@@ -114,22 +124,23 @@ class Kernel:
     @property
     def names(self) -> tuple[str, ...]:
         """The primitives it runs, in order (for launch names and fault injection)."""
-        ops = [i.op for i in self.body if i.level is Level.ROW]
-        if self.reduce is not None:
+        ops = ["matmul"] if self.matmul else [i.op for i in self.body if i.level is Level.ROW]
+        if self.reduce is not None and not self.matmul:
             ops.append(self.reduce.op)
         ops += [i.op for i in self.body if i.level is not Level.ROW]
         return tuple(ops) or ("copy",)
 
     @property
     def title(self) -> str:
-        kind = "reduce" if self.reduce is not None else "elementwise"
+        kind = "matmul" if self.matmul else "reduce" if self.reduce is not None else \
+            "elementwise"
         return f"{kind}[{' '.join(self.names)}]"
 
     def without_inplace(self) -> Kernel:
         """The same kernel writing every output to a fresh buffer."""
         stores = tuple(Store(s.value, s.dtype, s.level, s.dense, None) for s in self.stores)
         return Kernel(self.rank, self.loads, self.body, stores, self.scalars, self.reduce,
-                      self.reduced, self.vec4)
+                      self.reduced, self.vec4, self.matmul)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,11 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..dtype import DType
-from ..ir import DropOp, ElementwiseOp, OperationIr, ReduceOp, ScalarIr, TensorIr, TensorStatus
+from ..ir import (DropOp, ElementwiseOp, GatherOp, MatmulOp, OperationIr, ReduceOp, ScalarIr,
+                  TensorIr, TensorStatus)
 from ..primitives import REDUCTIONS
 from .ir import Arg, Instr, Kernel, Level, Load, Reduce, Store
 
-__all__ = ["Lowered", "lower", "align_to", "copy_kernel"]
+__all__ = ["Lowered", "lower", "align_to", "matmul_align", "copy_kernel"]
 
 Align = tuple[int, ...]  # per index-space dimension: the tensor's dimension, or -1
 
@@ -31,7 +32,8 @@ class Lowered:
     store_align: tuple[Align | None, ...]  # None for dense stores
     frees: tuple[int, ...]
     scalar_refs: tuple[tuple[int, int], ...]  # (op position in the block, scalar index)
-    shape_from: tuple[int, bool]  # (op position, True: its input, False: its output)
+    shape_from: tuple[int, bool]  # (op position, True: its input (a matmul: its space),
+    #                               False: its output)
 
 
 def align_to(shape: tuple[int, ...], space: tuple[int, ...]) -> Align:
@@ -51,6 +53,16 @@ def _out_align(shape: tuple[int, ...], out_shape: tuple[int, ...],
     return tuple(-1 if r else next(kept) for r in reduced)
 
 
+def matmul_align(op: MatmulOp) -> tuple[Align, Align]:
+    """How ``a`` (..., M, K) and ``b`` (..., K, N) line up with the index space
+    (batch..., M, N, K): batch dimensions broadcast, the matrix ones are named."""
+    space = op.space
+    nb = len(space) - 3
+    a, b = op.a.shape, op.b.shape
+    return (align_to(a[:-2], space[:nb]) + (len(a) - 2, -1, len(a) - 1),
+            align_to(b[:-2], space[:nb]) + (-1, len(b) - 1, len(b) - 2))
+
+
 def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
           reduced: tuple[bool, ...] = (), *, inplace: bool = True) -> Lowered:
     """One kernel for ``block`` (element-wise ops, at most one reduction, drops), each op
@@ -58,7 +70,7 @@ def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
     block (read for the last time there, or dropped)."""
     rank = len(space)
     values: dict[int, tuple[Arg, Level, DType]] = {}
-    load_slot: dict[tuple[int, Level], int] = {}
+    load_slot: dict[tuple[int, Level, tuple[int, int, int] | None], int] = {}
     loads: list[Load] = []
     load_ids: list[int] = []
     load_align: list[Align | None] = []
@@ -73,17 +85,21 @@ def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
     shape_from = (0, False)
 
     def load(t: TensorIr, level: Level, out_shape: tuple[int, ...], pos: int,
-             op: OperationIr) -> Arg:
-        key = (t.id, level)
+             op: OperationIr, align: Align | None = None,
+             gather: tuple[int, int, int] | None = None) -> Arg:
+        key = (t.id, level, gather)
         slot = load_slot.get(key)
         if slot is None:
             slot = load_slot[key] = len(loads)
             load_refs.append((pos, [i.id for i in op.inputs()].index(t.id)))
-            dense = not reduced and t.layout is None and t.shape == space
-            loads.append(Load(t.dtype, dense, level))
+            dense = (not reduced and t.layout is None and t.shape == space and gather is None
+                     and align is None)
+            loads.append(Load(t.dtype, dense, level, gather))
             load_ids.append(t.id)
             if dense:
                 load_align.append(None)
+            elif align is not None:
+                load_align.append(align)
             elif level is Level.OUT:
                 load_align.append(_out_align(t.shape, out_shape, reduced))
             else:
@@ -97,6 +113,25 @@ def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
         for t in op.inputs():
             if t.status is TensorStatus.READ_WRITE:
                 dead.add(t.id)
+        if isinstance(op, MatmulOp):
+            a_align, b_align = matmul_align(op)
+            operands = (load(op.a, Level.ROW, space, pos, op, a_align),
+                        load(op.b, Level.ROW, space, pos, op, b_align))
+            dt = op.out.dtype
+            body.append(Instr("mul", dt, dt, operands))
+            reduce = Reduce("sum", Arg("v", len(body) - 1), dt, dt, dt)
+            values[op.out.id] = (Arg("r"), Level.OUT, dt)
+            reduce_out = op.out.shape
+            shape_from = (pos, True)
+            continue
+        if isinstance(op, GatherOp):
+            index = load(op.index, level, space, pos, op)
+            scalars.append(DType.int32)
+            scalar_refs.append((pos, 0))
+            values[op.out.id] = (load(op.input, level, space, pos, op, gather=(
+                index.index, op.axis, len(scalars) - 1)), level, op.out.dtype)
+            shape_from = (pos, False)
+            continue
         if isinstance(op, ReduceOp):
             src = values[op.input.id][0] if op.input.id in values else load(
                 op.input, Level.ROW, space, pos, op)
@@ -152,10 +187,12 @@ def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
     for d in space:
         n *= d
     vec4 = (not reduced and n > 0 and n % 4 == 0 and all(s.dense for s in stores)
+            and all(ld.gather is None for ld in loads)
             and all(ld.dense or all(a == -1 for a in al or ())
                     for ld, al in zip(loads, load_align, strict=True)))
+    matmul = any(isinstance(op, MatmulOp) for op in block)
     kernel = Kernel(rank, tuple(loads), tuple(body), tuple(stores), tuple(scalars), reduce,
-                    reduced, vec4)
+                    reduced, vec4, matmul)
     return Lowered(kernel, tuple(load_ids), tuple(store_ids), tuple(load_align),
                    tuple(load_refs), tuple(store_align), tuple(dict.fromkeys(frees)), tuple(scalar_refs),
                    shape_from)

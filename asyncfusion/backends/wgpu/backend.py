@@ -3,7 +3,8 @@
 Kernels are rendered to WGSL once per distinct kernel (an LRU keyed by the kernel IR)
 and compiled once per WGSL text by the runtime. Reduction kernels pick their threads per
 output row from the launch's sizes: rows of a few elements share a workgroup, long rows
-get a whole one.
+get a whole one. Matmul kernels pick their tiles from the output's size and the adapter's
+limits (:func:`matmul_tiles`): one workgroup per output tile.
 """
 
 from __future__ import annotations
@@ -21,12 +22,33 @@ from ...trace import Counters
 from ..base import MemoryStats, host_view
 from ..faults import FaultInjector
 from .memory import BufferPool
-from .render import param_words, render
+from .render import MatmulTiles, param_words, render
 from .runtime import Buffer, Runtime, get_runtime
 
 __all__ = ["WgpuBackend"]
 
 _MAX_KERNELS = 1024
+
+
+# Matmul schedules, largest first: 8x8 blocks per thread pay off only on big outputs of a
+# GPU; small or skinny outputs use smaller tiles so that more workgroups run.
+_TILES = (MatmulTiles(128, 128, 8, 8, 8), MatmulTiles(64, 64, 16, 4, 4),
+          MatmulTiles(32, 32, 16, 2, 2))
+
+
+def matmul_tiles(m: int, n: int, limits: dict[str, int], gpu: bool) -> MatmulTiles:
+    """The largest schedule the adapter holds (threads, workgroup memory) that the output
+    fills: the 128-tile on a GPU for outputs of at least 1024 x 1024 tiles' worth."""
+    for t in _TILES:
+        if t.threads > limits["max-compute-invocations-per-workgroup"] or \
+                t.shared_bytes > limits["max-compute-workgroup-storage-size"]:
+            continue
+        if t.tm == 128 and not (gpu and m >= 512 and n >= 512):
+            continue
+        if t.tm == 64 and min(m, n) < 64:
+            continue
+        return t
+    return _TILES[-1]
 
 
 def _pow2_at_least(n: int) -> int:
@@ -51,7 +73,9 @@ class WgpuBackend:
                                self.rt.pool_budget)
         self.staging = BufferPool(self.rt.create_staging, self.faults, self.rt.forget_buffer)
         self.batch = self.rt.new_batch()
-        self._kernels: OrderedDict[Kernel, str] = OrderedDict()
+        self._kernels: OrderedDict[tuple[Kernel, MatmulTiles | None], str] = OrderedDict()
+        self.gpu = self.rt.adapter_info.get("adapter_type") != "CPU"
+        self.limits = dict(self.rt.device.limits)
         self.subgroups = self.rt.subgroups  # reductions combine rows with subgroup shuffles
 
     @property
@@ -83,25 +107,37 @@ class WgpuBackend:
         return buf
 
     # -- kernels -------------------------------------------------------------------------
-    def _wgsl(self, kernel: Kernel) -> str:
-        text = self._kernels.get(kernel)
+    def _wgsl(self, kernel: Kernel, tiles: MatmulTiles | None = None) -> str:
+        key = (kernel, tiles)
+        text = self._kernels.get(key)
         if text is None:
-            text = self._kernels[kernel] = render(kernel, self.rt.workgroup, self.subgroups)
+            text = self._kernels[key] = render(kernel, self.rt.workgroup, self.subgroups,
+                                               tiles)
             self.counters.kernels_generated += 1
             if len(self._kernels) > _MAX_KERNELS:
                 self._kernels.popitem(last=False)
         else:
-            self._kernels.move_to_end(kernel)
+            self._kernels.move_to_end(key)
         return text
 
     def launch(self, kernel: Kernel, args: LaunchArgs, loads: list[Buffer],
                stores: list[Buffer]) -> None:
         self.rt.check_alive()
-        wgsl = self._wgsl(kernel)
-        self.faults.check("launch", kernel.names)
         n = numel(args.shape)
         wg = self.rt.workgroup
-        if kernel.reduce is None:
+        tiles = None
+        if kernel.matmul:
+            *batch, m, n_, _ = args.shape
+            tiles = matmul_tiles(m, n_, self.limits, self.gpu)
+        wgsl = self._wgsl(kernel, tiles)
+        self.faults.check("launch", kernel.names)
+        if tiles is not None:
+            count = numel(tuple(batch)) * -(-m // tiles.tm) * -(-n_ // tiles.tn)
+            if not count:
+                return
+            head = (numel(tuple(batch)), -(-m // tiles.tm), -(-n_ // tiles.tn), 0)
+            threads = count * wg  # the runtime's grid counts workgroups of its own size
+        elif kernel.reduce is None:
             if not n:
                 return
             count = n // 4 if kernel.vec4 else n

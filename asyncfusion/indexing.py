@@ -1,0 +1,207 @@
+"""Selecting by index tensors: gather/take, one-hot, stack, top-k and sorting.
+
+``take_along_axis`` (also ``gather``) registers one :class:`~asyncfusion.ir.GatherOp`: its
+kernel reads the input at a coordinate taken from the index tensor, and the element-wise
+fuser runs it with the work around it (``take(x, i) * 2`` is one launch). ``take`` and
+``index_select`` view their indices so that they become a gather along one axis.
+
+Indices are int32 (uint32 and Python ints are converted). A negative index counts from
+the end; an index out of range cannot raise inside a kernel, so it is **clamped** to the
+axis (as JAX does) — check indices on the host when they come from outside.
+
+``topk`` runs ``k`` passes of a fused argmax (each masks what earlier passes took), so a
+long axis is never sorted: O(k n) work. ``sort``/``argsort`` rank every element against
+every other of its row in one fused reduction (O(n^2) work per row, two launches plus a
+gather): meant for short axes; use ``topk`` for the first few of a long one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .creation import arange, tensor
+from .dtype import DType
+from .errors import DeviceMismatchError, DTypeError, IndexingError, LimitError, ShapeError
+from .ir import GatherOp
+from .tensor import Tensor, _check_size, broadcast_shapes, cat, normalize_axis, where
+
+__all__ = ["take_along_axis", "gather", "take", "index_select", "stack", "one_hot", "topk",
+           "sort", "argsort"]
+
+_MAX_AXIS = 2**31 - 1  # kernels wrap and clamp indices in i32
+_MAX_SORT = 8192  # sort ranks a row against itself: n * n work per row
+
+
+def _indices(index: Any, like: Tensor, what: str) -> Tensor:
+    if type(index) is not Tensor:
+        return tensor(index, DType.int32, device=like.device)
+    t: Tensor = index
+    if t.device is not like.device:
+        raise DeviceMismatchError(f"{what}: the tensor and its indices live on two devices "
+                                  f"({like.device!r} and {t.device!r}); create the "
+                                  "indices on the tensor's device")
+    if t.dtype is DType.uint32:
+        t = t.astype(DType.int32)
+    if t.dtype is not DType.int32:
+        raise DTypeError(f"{what}: indices must be int32, got {t.dtype.label}; cast with "
+                         ".astype(asyncfusion.int32)")
+    return t
+
+
+def take_along_axis(x: Tensor, index: Any, axis: int = -1) -> Tensor:
+    """``x`` picked along ``axis`` at ``index`` (numpy.take_along_axis): ``index`` has
+    ``x``'s rank; the other dimensions broadcast."""
+    what = "take_along_axis"
+    if type(x) is not Tensor:
+        raise TypeError(f"{what} needs an asyncfusion Tensor, not {type(x).__name__}")
+    index = _indices(index, x, what)
+    if index.ndim != x.ndim:
+        raise ShapeError(f"{what}: indices of shape {index.shape} need the tensor's rank "
+                         f"{x.ndim} (shape {x.shape}); reshape or unsqueeze them")
+    ax = normalize_axis(axis, x.ndim, what)
+    if x.shape[ax] > _MAX_AXIS:
+        raise LimitError(f"{what}: axis {ax} has {x.shape[ax]} elements; indices reach "
+                         f"{_MAX_AXIS} at most")
+    picked = x.shape[:ax] + (index.shape[ax],) + x.shape[ax + 1:]
+    shape = broadcast_shapes(picked, index.shape, what)
+    if x.shape[ax] == 0 and 0 not in shape:
+        raise IndexingError(f"{what}: cannot pick from axis {ax} of size 0 (shape {x.shape})")
+    _check_size(shape, x.device, what, x.dtype)
+    out = Tensor(shape, x.dtype, x.device)
+    out_ir = out.out_ir()
+    x.device.register(GatherOp(x.ir(), index.ir(), ax, out_ir), (x.id, index.id), out_ir)
+    return out
+
+
+def gather(x: Tensor, index: Any, axis: int = -1) -> Tensor:
+    """torch's name for :func:`take_along_axis`."""
+    return take_along_axis(x, index, axis)
+
+
+def take(x: Tensor, indices: Any, axis: int | None = None) -> Tensor:
+    """Elements of ``x`` at ``indices`` along ``axis`` (numpy.take; ``None``: of the
+    flattened tensor). The result's shape is ``x``'s with ``axis`` replaced by the
+    indices' shape."""
+    if type(x) is not Tensor:
+        raise TypeError(f"take needs an asyncfusion Tensor, not {type(x).__name__}")
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    ax = normalize_axis(axis, x.ndim, "take")
+    index = _indices(indices, x, "take")
+    flat = index.reshape(-1)
+    lined = flat.reshape((1,) * ax + (flat.shape[0],) + (1,) * (x.ndim - ax - 1))
+    picked = take_along_axis(x, lined, ax)
+    return picked.reshape(x.shape[:ax] + index.shape + x.shape[ax + 1:])
+
+
+def index_select(x: Tensor, axis: int, indices: Any) -> Tensor:
+    """``take`` with 1-D indices (torch.index_select)."""
+    index = _indices(indices, x, "index_select")
+    if index.ndim != 1:
+        raise ShapeError(f"index_select: indices must be 1-D, got shape {index.shape}; use "
+                         "take() for indices of any shape")
+    return take(x, index, axis)
+
+
+def stack(tensors: list[Tensor] | tuple[Tensor, ...], axis: int = 0) -> Tensor:
+    """Join tensors of one shape along a new ``axis``."""
+    tensors = list(tensors)
+    if not tensors or any(type(t) is not Tensor for t in tensors):
+        raise TypeError("stack: give a non-empty list of asyncfusion Tensors")
+    for t in tensors[1:]:
+        if t.shape != tensors[0].shape:
+            raise ShapeError(f"stack: shapes differ ({tensors[0].shape} and {t.shape}); "
+                             "stack needs tensors of one shape")
+    ax = normalize_axis(axis, tensors[0].ndim + 1, "stack")
+    return cat([t.unsqueeze(ax) for t in tensors], ax)
+
+
+def one_hot(index: Tensor, num_classes: int, dtype: Any = DType.float32) -> Tensor:
+    """A trailing axis of ``num_classes`` that is 1 at each index and 0 elsewhere
+    (indices outside ``[0, num_classes)`` give a row of zeros)."""
+    if type(index) is not Tensor:
+        raise TypeError(f"one_hot needs an int32 Tensor, not {type(index).__name__}")
+    index = _indices(index, index, "one_hot")
+    if num_classes < 1:
+        raise ShapeError(f"one_hot: num_classes must be at least 1, got {num_classes}")
+    classes = arange(num_classes, dtype=DType.int32, device=index.device)
+    return (index.unsqueeze(-1) == classes).astype(dtype)
+
+
+def _along(n: int, ndim: int, ax: int, device: Any) -> Tensor:
+    """0..n-1 laid along axis ``ax`` of a rank-``ndim`` tensor (size 1 elsewhere)."""
+    return arange(n, dtype=DType.int32, device=device).reshape(
+        (1,) * ax + (n,) + (1,) * (ndim - ax - 1))
+
+
+def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True) -> tuple[Tensor, Tensor]:
+    """The ``k`` largest (``largest=False``: smallest) values along ``axis`` and their
+    indices, best first, ties by lower index. ``k`` fused argmax passes: no sort. NaN
+    counts as the largest value; an axis that holds the masking value itself (``-inf``,
+    or the int32 minimum; ``+inf``/maximum for ``largest=False``) may list a position
+    twice once the other values are taken."""
+    if type(x) is not Tensor:
+        raise TypeError(f"topk needs an asyncfusion Tensor, not {type(x).__name__}")
+    if x.dtype is DType.bool:
+        raise DTypeError("topk is not defined for bool tensors; cast with "
+                         ".astype(asyncfusion.int32) first")
+    ax = normalize_axis(axis, x.ndim, "topk")
+    n = x.shape[ax]
+    if not 1 <= k <= n:
+        raise ShapeError(f"topk: k={k} must be between 1 and the axis size {n} (axis {ax} "
+                         f"of shape {x.shape})")
+    if x.dtype is DType.float32:
+        mask: float | int = float("-inf") if largest else float("inf")
+    else:
+        info = {DType.int32: (-(2**31), 2**31 - 1), DType.uint32: (0, 2**32 - 1)}[x.dtype]
+        mask = info[0] if largest else info[1]
+    pick = "argmax" if largest else "argmin"
+    iota = _along(n, x.ndim, ax, x.device)
+    cur = x
+    values: list[Tensor] = []
+    indices: list[Tensor] = []
+    for j in range(k):
+        i = getattr(cur, pick)(ax, keepdims=True)
+        indices.append(i)
+        values.append(take_along_axis(x, i, ax))
+        if j + 1 < k:
+            cur = where(iota == i, mask, cur)
+    return cat(values, ax), cat(indices, ax)
+
+
+def argsort(x: Tensor, axis: int = -1, descending: bool = False) -> Tensor:
+    """Indices that sort ``x`` along ``axis`` (stable; NaN last, as numpy). Ranks every
+    element against its row in one fused reduction: O(n^2) per row, for short axes."""
+    if type(x) is not Tensor:
+        raise TypeError(f"argsort needs an asyncfusion Tensor, not {type(x).__name__}")
+    if x.dtype is DType.bool:
+        x = x.astype(DType.int32)
+    ax = normalize_axis(axis, x.ndim, "argsort")
+    n = x.shape[ax]
+    if n > _MAX_SORT:
+        raise LimitError(f"argsort/sort: axis {ax} has {n} elements; sorting costs n^2 per "
+                         f"row here and takes at most {_MAX_SORT}. Use topk(x, k) for the "
+                         "first k of a long axis")
+    last = x.ndim - 1
+    xs = x.transpose(ax, last) if ax != last else x
+    xi, xj = xs.unsqueeze(-1), xs.unsqueeze(-2)  # element i of the row vs element j
+    iota = arange(n, dtype=DType.int32, device=x.device)
+    ii, jj = iota.unsqueeze(-1), iota
+    a, b = (xi, xj) if descending else (xj, xi)
+    if x.dtype is DType.float32:  # NaN sorts last either way
+        nan_i, nan_j = xi.isnan(), xj.isnan()
+        ahead = (a < b) | (~nan_j & nan_i)
+        same = (xj == xi) | (nan_i & nan_j)
+    else:
+        ahead = a < b
+        same = xj == xi
+    before = ahead | (same & (jj < ii))  # j sorts before i
+    rank = before.astype(DType.int32).sum(-1)  # where element i lands
+    order = (rank.unsqueeze(-2) == ii).astype(DType.int32) * jj  # [r, i]: i if it lands at r
+    perm = order.sum(-1)
+    return perm.transpose(ax, last) if ax != last else perm
+
+
+def sort(x: Tensor, axis: int = -1, descending: bool = False) -> Tensor:
+    """``x`` sorted along ``axis`` (stable; NaN last). See :func:`argsort` for its cost."""
+    return take_along_axis(x, argsort(x, axis, descending), axis)

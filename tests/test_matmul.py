@@ -1,0 +1,162 @@
+"""Matmul: values against numpy (fused, plain and on the numpy interpreter), numpy's
+shape rules, operands read through their layouts, epilogues fused into the store, and
+call-site errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import asyncfusion as af
+from asyncfusion.backends.wgpu.backend import matmul_tiles
+from tests.conftest import assert_close
+from tests.test_views_reductions import launches
+
+RNG = np.random.default_rng(11)
+
+# (left shape, right shape): 1-D, 2-D, primes, ones, empty K, batched with broadcasting
+SHAPES = [((5,), (5,)), ((5,), (5, 3)), ((4, 5), (5,)), ((3, 5), (5, 7)), ((1, 1), (1, 1)),
+          ((67, 131), (131, 37)), ((3, 0), (0, 4)), ((2, 4, 5), (5, 3)), ((4, 5), (3, 5, 2)),
+          ((2, 1, 4, 5), (3, 5, 2)), ((1, 33), (33, 1))]
+
+
+@pytest.mark.parametrize("sa,sb", SHAPES, ids=[f"{a}@{b}" for a, b in SHAPES])
+async def test_matmul_matches_numpy_fused_plain_and_interpreted(dev, plain, ref, sa, sb):
+    a = RNG.standard_normal(sa).astype(np.float32)
+    b = RNG.standard_normal(sb).astype(np.float32)
+    for device in (dev, plain, ref):
+        got = await (af.tensor(a, device=device) @ af.tensor(b, device=device)).to_data()
+        assert got.shape == np.matmul(a, b).shape
+        assert_close(got, np.matmul(a, b), rtol=1e-4, atol=1e-4)
+
+
+async def test_int32_matmul_is_exact_and_wraps_as_numpy(dev, ref):
+    a = RNG.integers(-1000, 1000, (6, 9)).astype(np.int32)
+    b = RNG.integers(-1000, 1000, (9, 5)).astype(np.int32)
+    big = np.full((2, 3), 2**20, np.int32)
+    for device in (dev, ref):
+        got = await af.matmul(af.tensor(a, device=device), af.tensor(b, device=device)).to_data()
+        np.testing.assert_array_equal(got, a @ b)
+        wrapped = await (af.tensor(big, device=device) @ af.tensor(big.T.copy(), device=device)
+                         ).to_data()
+        np.testing.assert_array_equal(wrapped, big @ big.T)  # 3 * 2**40 wraps in int32
+
+
+async def test_mixed_dtypes_promote_as_elementwise_ops(dev):
+    a = np.arange(6, dtype=np.int32).reshape(2, 3)
+    b = RNG.standard_normal((3, 2)).astype(np.float32)
+    got = af.tensor(a, device=dev) @ af.tensor(b, device=dev)
+    assert got.dtype is af.float32
+    assert_close(await got.to_data(), a @ b, rtol=1e-5, atol=1e-5)
+
+
+async def test_transposed_and_strided_operands_are_read_without_a_copy(dev):
+    a = RNG.standard_normal((7, 5)).astype(np.float32)
+    b = RNG.standard_normal((9, 7)).astype(np.float32)
+    ta, tb = af.tensor(a, device=dev), af.tensor(b, device=dev)
+    assert await launches(dev, lambda: ta.T @ tb.T) == 1
+    assert_close(await (ta.T @ tb.T).to_data(), a.T @ b.T, rtol=1e-4, atol=1e-4)
+    assert_close(await (ta[::2, ::-1] @ tb[::3, :5].T).to_data(),
+                 a[::2, ::-1] @ b[::3, :5].T, rtol=1e-4, atol=1e-4)
+
+
+async def test_epilogues_run_in_the_matmul_store(dev, ref):
+    x = RNG.standard_normal((10, 12)).astype(np.float32)
+    w = RNG.standard_normal((12, 6)).astype(np.float32)
+    b = RNG.standard_normal(6).astype(np.float32)
+    r = RNG.standard_normal((10, 6)).astype(np.float32)
+    tx, tw, tb, tr = (af.tensor(v, device=dev) for v in (x, w, b, r))
+    assert await launches(dev, lambda: (tx @ tw + tb).relu()) == 1
+    assert await launches(dev, lambda: ((tx @ tw) * 0.5 + tr).tanh()) == 1
+    assert await launches(dev, lambda: af.gelu(tx @ tw + tb)) == 1
+    for device in (dev, ref):
+        tx, tw, tb, tr = (af.tensor(v, device=device) for v in (x, w, b, r))
+        got = await ((tx @ tw + tb).relu() * 2.0 + tr).to_data()
+        assert_close(got, np.maximum(x @ w + b, 0) * 2 + r, rtol=1e-4, atol=1e-4)
+
+
+async def test_an_mlp_layer_stack_is_one_launch_per_layer(dev):
+    x = af.tensor(RNG.standard_normal((8, 16)).astype(np.float32), device=dev)
+    ws = [af.tensor(RNG.standard_normal(s).astype(np.float32), device=dev)
+          for s in ((16, 32), (32, 32), (32, 4))]
+    bs = [af.tensor(np.zeros(s[1], np.float32), device=dev) for s in ((16, 32), (32, 32), (32, 4))]
+
+    def forward():
+        h = x
+        for w, b in zip(ws, bs, strict=True):
+            h = (h @ w + b).relu()
+        return h
+    assert await launches(dev, forward) == 3
+
+
+def test_tiles_follow_the_adapter_and_the_output():
+    big = {"max-compute-invocations-per-workgroup": 1024,
+           "max-compute-workgroup-storage-size": 49152}
+    small = {"max-compute-invocations-per-workgroup": 256,
+             "max-compute-workgroup-storage-size": 4096}
+    assert matmul_tiles(4096, 4096, big, gpu=True).tm == 128
+    assert matmul_tiles(4096, 4096, big, gpu=False).tm == 64
+    assert matmul_tiles(4096, 8, big, gpu=True).tm == 32
+    assert matmul_tiles(4096, 4096, small, gpu=True).tm == 32  # 8 KiB tiles do not fit
+
+
+async def test_matmul_errors_at_the_call_site(dev):
+    a = af.ones((3, 4), device=dev)
+    with pytest.raises(af.ShapeError, match=r"inner dimensions differ.*4.*5"):
+        a @ af.ones((5, 2), device=dev)
+    with pytest.raises(af.ShapeError, match="at least 1 dimension"):
+        a @ af.tensor(2.0, device=dev)
+    with pytest.raises(af.DTypeError, match="bool"):
+        (a > 0) @ (a.T > 0)
+    with pytest.raises(af.ShapeError, match="batch"):
+        af.ones((2, 3, 4), device=dev) @ af.ones((3, 4, 2), device=dev)
+    with pytest.raises(TypeError, match="asyncfusion.tensor"):
+        a @ np.ones((4, 2), np.float32)
+
+
+@st.composite
+def operands(draw):
+    m, k, n = (draw(st.integers(1, 40)) for _ in range(3))
+    batch_a = draw(st.sampled_from([(), (2,), (1,), (3, 1)]))
+    batch_b = draw(st.sampled_from([(), (2,), (1,), (1, 2)]))
+    try:
+        np.broadcast_shapes(batch_a, batch_b)
+    except ValueError:
+        batch_b = ()
+    return batch_a + (m, k), batch_b + (k, n), draw(st.booleans()), draw(st.booleans()), \
+        draw(st.integers(0, 2**16))
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(case=operands())
+async def test_random_shapes_and_transposes_match_numpy(dev, ref, case):
+    sa, sb, ta, tb, seed = case
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(-1, 1, sa).astype(np.float32)
+    b = rng.uniform(-1, 1, sb).astype(np.float32)
+    # a transposed operand: stored transposed on the host, read through a .mT view
+    a_host = np.ascontiguousarray(np.swapaxes(a, -1, -2)) if ta else a
+    b_host = np.ascontiguousarray(np.swapaxes(b, -1, -2)) if tb else b
+    for device in (dev, ref):
+        xa, xb = af.tensor(a_host, device=device), af.tensor(b_host, device=device)
+        got = await ((xa.mT if ta else xa) @ (xb.mT if tb else xb) + 1.0).to_data()
+        assert_close(got, np.matmul(a, b) + 1, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("script,args,expect", [
+    ("mlp.py", ["32"], "probabilities match numpy"),
+    ("search.py", ["3000", "32"], "scores match numpy"),
+])
+def test_examples_check_themselves_against_numpy(script, args, expect):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "examples" / script
+    proc = subprocess.run([sys.executable, str(path), *args], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert expect in proc.stdout
