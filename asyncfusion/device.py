@@ -93,7 +93,9 @@ class Device:
         self.counters.reset()
 
     def memory_stats(self) -> MemoryStats:
-        """Buffers held by live tensors and buffers pooled for reuse."""
+        """Buffers held by live tensors (``live_*``) and the cache (``pooled_*``): freed
+        buffers kept for reuse, up to a budget sized from the device, so that a repeated
+        round allocates nothing. ``await empty_cache()`` gives the cache back."""
         stats: MemoryStats = self.backend.memory_stats()
         return stats
 
@@ -122,18 +124,20 @@ class Device:
         self._server.poke()
 
     # -- requests ------------------------------------------------------------------------
-    async def _request(self, tensor: Any, sync: bool) -> np.ndarray | None:
+    async def _request(self, tensor: Any, sync: bool, empty: bool = False
+                       ) -> np.ndarray | None:
         if self.closed:
             raise self._server._dead_error()
         stream = StreamId.current()
         if threading.get_ident() == self._server.thread:
-            return await self._in_loop(stream, tensor, sync)
+            return await self._in_loop(stream, tensor, sync, empty)
         portal = self._require_portal()
-        call = functools.partial(portal.call, self._in_loop, stream, tensor, sync)
+        call = functools.partial(portal.call, self._in_loop, stream, tensor, sync, empty)
         return await anyio.to_thread.run_sync(call)
 
-    async def _in_loop(self, stream: Any, tensor: Any, sync: bool) -> np.ndarray | None:
-        return await self._server.request(Request(stream, tensor), sync)
+    async def _in_loop(self, stream: Any, tensor: Any, sync: bool, empty: bool = False
+                       ) -> np.ndarray | None:
+        return await self._server.request(Request(stream, tensor, empty), sync)
 
     def _blocking(self, tensor: Any, sync: bool, what: str) -> np.ndarray | None:
         if in_event_loop():
@@ -160,6 +164,13 @@ class Device:
     async def sync(self) -> None:
         """Run every stream's pending work and wait until the device has finished it."""
         await self._request(None, True)
+
+    async def empty_cache(self) -> None:
+        """Give every pooled buffer back to the driver (``memory_stats().pooled_*`` drop to
+        0), as torch's ``empty_cache`` does. It runs on the executor thread, between
+        rounds; buffers of live tensors stay. Allocation failures empty the cache on their
+        own before they give up, so this is for handing memory to other programs."""
+        await self._request(None, False, empty=True)
 
     def sync_blocking(self) -> None:
         """``sync()`` for plain threads and scripts; refuses to run inside an event loop."""

@@ -1,11 +1,14 @@
 """The device server: one task per device that turns requests into executor rounds.
 
 The server task never touches the GPU itself. Each round — every request that arrived
-since the last one, from any number of tasks — runs on the device's executor thread:
-drain the streams involved, run their plans, stage the reads, and submit all of it as one
-submission. The server then hands each reader its staging buffer and is free again; the
-reader awaits the map in a worker thread. No lock is held across any await, and nothing
-that blocks (submit, map, compile) runs on the event loop.
+since the last one, from any number of tasks — runs on the device's executor thread (one
+persistent thread per device, fed by a queue): drain the streams involved, run their
+plans, stage the reads, submit all of it as one submission, then map and copy every read
+of the round. The thread hands the round back to the event loop with one thread-safe call
+(asyncio's ``call_soon_threadsafe``, trio's token), and the server wakes each reader with
+its data. Staging buffers never leave the executor thread, so a cancelled reader can leak
+none. No lock is held across any await, and nothing that blocks (submit, map, compile)
+runs on the event loop.
 
 A failing op poisons only its dependents (see ``fusion/plan.py``); a failing round fails
 only its own requests; if the server itself dies, every waiter gets the error at once.
@@ -13,7 +16,12 @@ only its own requests; if the server itself dies, every waiter gets the error at
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import queue
+import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Hashable
@@ -29,23 +37,78 @@ from .ir import DropOp, Layout, OperationIr
 from .stream import Streams
 from .trace import Counters, emit, trace_enabled
 
-__all__ = ["Request", "Executor", "Server"]
+__all__ = ["Request", "Executor", "Server", "Worker"]
 
 
 @dataclass(eq=False)
 class Request:
-    """A read (``tensor`` set) or a sync of every stream, posted by one task."""
+    """A read (``tensor`` set), a sync of every stream, or an ``empty_cache``, posted by
+    one task. ``data`` and ``error`` are written by the executor thread, before ``done``."""
 
     stream: Hashable
     tensor: Any = None
+    empty_cache: bool = False
     done: anyio.Event = field(default_factory=anyio.Event)
-    token: Any = None
+    data: np.ndarray | None = None
     error: BaseException | None = None
     cancelled: bool = False
 
 
+def loop_caller() -> Callable[[Callable[[], object]], object]:
+    """The running event loop's thread-safe "call this soon" (asyncio or trio)."""
+    if asyncio._get_running_loop() is not None:
+        return asyncio.get_running_loop().call_soon_threadsafe
+    trio = sys.modules["trio"]
+    run: Callable[[Callable[[], object]], object] = (
+        trio.lowlevel.current_trio_token().run_sync_soon)
+    return run
+
+
+class Worker:
+    """One persistent thread that runs jobs in order; each job's completion is handed to
+    the event loop that posted it with one thread-safe call."""
+
+    def __init__(self, name: str) -> None:
+        self.jobs: queue.SimpleQueue[tuple[Callable[[], None], Callable[[], object]] | None] = (
+            queue.SimpleQueue())
+        self.thread = threading.Thread(target=self._main, name=name, daemon=True)
+        self.thread.start()
+
+    def _main(self) -> None:
+        while (job := self.jobs.get()) is not None:
+            fn, done = job
+            fn()
+            try:
+                done()
+            except RuntimeError:  # the loop that waited is closed: nobody is left to tell
+                pass
+
+    async def run(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the thread and wait for it, uncancellably: it always ends, and
+        what it touches belongs to the thread until it does. Raises what ``fn`` raised."""
+        event = anyio.Event()
+        failed: list[BaseException] = []
+
+        def job() -> None:
+            try:
+                fn()
+            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+                failed.append(exc)
+
+        call = loop_caller()
+        self.jobs.put((job, functools.partial(call, event.set)))
+        with anyio.CancelScope(shield=True):
+            await event.wait()
+        if failed:
+            raise failed[0]
+
+    def stop(self) -> None:
+        """Let the thread end after the jobs already queued."""
+        self.jobs.put(None)
+
+
 class Executor:
-    """Owns the memory table; runs on one thread at a time (the server's limiter)."""
+    """Owns the memory table; runs on the device's executor thread only."""
 
     def __init__(self, streams: Streams, runner: Any, backend: Any, counters: Counters) -> None:
         self.streams = streams
@@ -55,6 +118,8 @@ class Executor:
         self.memory = Memory(backend)
 
     def round(self, requests: list[Request], sync: bool) -> None:
+        """One round (executor thread): run what ``requests`` need, submit it, and fill
+        in each read's ``data`` or ``error``."""
         self.streams.reclaim()  # dead work of ended tasks goes without running
         for tid in self.streams.take_freeable():
             self._release(tid)
@@ -63,6 +128,7 @@ class Executor:
         for key in keys:
             self.drain(key)
         reads = [r for r in requests if r.tensor is not None and not r.cancelled]
+        tokens: list[tuple[Request, Any]] = []
         for r in reads:
             prod = self.streams.pending_producer(r.tensor.id)
             if prod is not None:
@@ -79,7 +145,7 @@ class Executor:
                 assert isinstance(h, Storage)
                 layout = r.tensor.layout or Layout.dense(r.tensor.shape)
                 try:
-                    r.token = self.backend.stage_read(h.buffer, layout, r.tensor.dtype)
+                    tokens.append((r, self.backend.stage_read(h.buffer, layout, r.tensor.dtype)))
                 except Exception as exc:  # noqa: BLE001
                     r.error = self._error(f"staging the read of t{r.tensor.id} failed", exc)
         try:
@@ -88,11 +154,21 @@ class Executor:
                 self.backend.wait_idle()
         except Exception as exc:  # noqa: BLE001 - the submission failed: fail its readers
             err = self._error("submitting work to the device failed", exc)
+            for r, token in tokens:
+                self.backend.discard_read(token)
             for r in requests:
-                if r.token is not None:
-                    self.backend.discard_read(r.token)
-                    r.token = None
                 r.error = r.error or err
+            return
+        for r, token in tokens:
+            if r.cancelled:  # its reader is gone: nothing to copy out
+                self.backend.discard_read(token)
+                continue
+            try:
+                r.data = self.backend.finish_read(token)
+            except Exception as exc:  # noqa: BLE001
+                r.error = self._error(f"reading t{r.tensor.id} back failed", exc)
+        if any(r.empty_cache for r in requests):
+            self.backend.empty_cache()
 
     def _error(self, what: str, cause: BaseException) -> ExecutionError:
         """The error a reader gets: DeviceLostError once the GPU is gone, else
@@ -204,7 +280,7 @@ class Server:
     async def serve(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         self.thread = threading.get_ident()
         self.wake = anyio.Event()
-        limiter = anyio.CapacityLimiter(1)
+        worker = Worker("asyncfusion-executor")
         task_status.started()
         batch: list[Request] = []
         again = False
@@ -223,8 +299,7 @@ class Server:
                         r.tensor = None
                 self._check_unlocked()
                 try:
-                    await anyio.to_thread.run_sync(self.executor.round, batch, sync,
-                                                   limiter=limiter)
+                    await worker.run(functools.partial(self.executor.round, batch, sync))
                 except Exception as exc:  # noqa: BLE001 - a bug in a round fails that round only
                     for r in batch:
                         r.error = r.error or ExecutionError(f"device round failed: {exc!r}")
@@ -241,8 +316,8 @@ class Server:
             if self.on_stop is not None:
                 self.on_stop()
             self._fail(batch + self.inbox, self._dead_error())
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(self.executor.close, limiter=limiter)
+            await worker.run(self.executor.close)
+            worker.stop()
 
     def _check_unlocked(self) -> None:
         """Debug mode: the server must never await while it holds the stream lock."""
@@ -251,62 +326,26 @@ class Server:
 
     def _finish(self, batch: list[Request]) -> None:
         for r in batch:
-            if r.cancelled and r.token is not None:
-                self.executor.backend.discard_read(r.token)
-                r.token = None
             r.done.set()
 
     def _fail(self, reqs: list[Request], err: BaseException) -> None:
         for r in reqs:
             if not r.done.is_set():
-                if r.token is not None:
-                    self.executor.backend.discard_read(r.token)
-                    r.token = None
                 r.error = r.error or err
                 r.done.set()
         self.inbox = []
 
     async def request(self, req: Request, sync: bool = False) -> np.ndarray | None:
-        """Post ``req`` and wait for it (server's event loop only); returns read data."""
+        """Post ``req`` and wait for it (server's event loop only); returns read data.
+
+        A reader cancelled while it waits only marks its request: the executor thread
+        gives its staging buffer back, whenever the round reaches it."""
         self.post(req, sync)
         try:
             await req.done.wait()
         except BaseException:
             req.cancelled = True
-            if req.token is not None:
-                self.executor.backend.discard_read(req.token)
-                req.token = None
             raise
         if req.error is not None:
             raise req.error
-        if req.token is None:
-            return None
-        # The staging buffer now belongs to this reader. Exactly one of two things gives it
-        # back: the worker thread (finish_read), or this task when it is cancelled before
-        # the worker took the token. anyio's shield does not stop asyncio-native
-        # cancellation (task.cancel(), wait_for), and a cancel that lands while run_sync
-        # waits for a thread slot means the function never runs at all.
-        box = [req.token]
-        req.token = None
-        backend = self.executor.backend
-
-        def finish() -> np.ndarray | None:
-            try:
-                token = box.pop()  # atomic: the worker or the cancelled reader, not both
-            except IndexError:
-                return None
-            result: np.ndarray = backend.finish_read(token)
-            return result
-
-        try:
-            # Shielded: the map is already under way and ends when the GPU does; an
-            # anyio cancel takes effect at the caller's next checkpoint, after unmap.
-            with anyio.CancelScope(shield=True):
-                data: np.ndarray | None = await anyio.to_thread.run_sync(finish)
-        except BaseException:
-            try:
-                backend.discard_read(box.pop())
-            except IndexError:
-                pass  # the worker has it, and gives it back when the map ends
-            raise
-        return data
+        return req.data

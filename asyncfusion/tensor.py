@@ -470,6 +470,7 @@ def _resolve(op: str, args: tuple[Any, ...], dtype: DType | None) -> tuple[DType
 
 _RESOLVED: dict[tuple[Any, ...], tuple[DType, DType]] = {}
 _SCALAR_IR = {d: ScalarIr(d) for d in DType}
+_new_tensor = object.__new__
 
 
 def elementwise(op: str, *args: Any, dtype: DType | None = None) -> Tensor:
@@ -520,8 +521,10 @@ def elementwise(op: str, *args: Any, dtype: DType | None = None) -> Tensor:
         irs, scalars = _with_scalars(op, args, compute)
     if shape is not first.shape and shape != first.shape:
         _check_size(shape, device, _what(op), out_dtype)
-    out = Tensor(shape, out_dtype, device)
-    out_ir = TensorIr(out.id, shape, out_dtype, _NOT_INIT)
+    out = _new_tensor(Tensor)  # an op's result: Tensor.__init__'s checks hold already
+    out.id = tid = next(_ids)
+    out.shape, out.dtype, out.device, out.layout, out._ir = shape, out_dtype, device, None, None
+    out_ir = TensorIr(tid, shape, out_dtype, _NOT_INIT)
     device.register(ElementwiseOp(op, irs, scalars, out_ir, compute), ids, out_ir)
     return out
 
@@ -535,7 +538,9 @@ def _with_scalars(op: str, args: tuple[Any, ...], compute: DType
             irs.append(a.ir())
             continue
         value = a.item() if isinstance(a, np.generic) else a
-        if compute.is_int and not isinstance(value, bool):
+        if type(value) is float and compute is DType.float32:
+            pass  # the common case: nothing to check
+        elif compute.is_int and not isinstance(value, bool):
             _scalar_dtype(value, compute, _what(op))  # range check
         elif type(value) is int and compute is DType.float32:
             _float_scalar(value, _what(op))

@@ -11,7 +11,7 @@
    a loop, by one task and by 4 tasks), then beside numpy running the same chain on the
    loop thread (what blocking compute does to the loop, for contrast).
 
-Usage: python bench/concurrency.py [--quick] [--loop asyncio|trio]
+Usage: python bench/concurrency.py [--quick] [--loop asyncio|trio] [--tasks 100,1000]
 Writes bench/results/concurrency-<host-tag>.json.
 """
 
@@ -34,8 +34,9 @@ TICK_S = 0.001
 
 
 class Plan:
-    def __init__(self, quick: bool) -> None:
-        self.ns = [1, 10, 100] if quick else [1, 10, 100, 1000]
+    def __init__(self, quick: bool, tasks: str | None = None) -> None:
+        self.ns = ([int(n) for n in tasks.split(",")] if tasks
+                   else [1, 10, 100] if quick else [1, 10, 100, 1000])
         self.budget_s = 0.5 if quick else 2.0
         self.min_reps = 3
         self.max_reps = 10 if quick else 30
@@ -155,7 +156,7 @@ async def run(plan: Plan, info_box: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(args: Any) -> None:
-    plan = Plan(args.quick)
+    plan = Plan(args.quick, args.tasks)
     info_box: dict[str, Any] = {}
     res = anyio.run(run, plan, info_box, backend=args.loop)
     info = info_box["info"]
@@ -194,6 +195,9 @@ def main(args: Any) -> None:
 if __name__ == "__main__":
     parser = C.base_parser(__doc__.splitlines()[0])
     parser.add_argument("--loop", choices=("asyncio", "trio"), default="asyncio")
+    parser.add_argument("--tasks", default=None,
+                        help="task counts N, comma-separated (default 1,10,100,1000; "
+                             "--quick: 1,10,100)")
     a = parser.parse_args()
     C.apply_common(a)
     main(a)

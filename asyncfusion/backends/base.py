@@ -3,8 +3,9 @@
 A backend holds no tensor table (the engine's :class:`~asyncfusion.engine.memory.Memory`
 does): it allocates and frees buffers, uploads host data, launches kernels of the
 :mod:`asyncfusion.kernel` IR on buffers, and reads buffers back in two halves —
-``stage_read`` (on the executor thread, inside a round) and ``finish_read`` (blocking
-until the data is on the host; a worker thread, never the event loop).
+``stage_read`` (inside a round) and ``finish_read`` (blocking until the data is on the
+host, after the round's submission). All of it runs on the device's executor thread,
+never on the event loop.
 """
 
 from __future__ import annotations
@@ -75,6 +76,8 @@ class Backend(Protocol):
     def discard_read(self, token: Any) -> None: ...
 
     def wait_idle(self) -> None: ...
+
+    def empty_cache(self) -> None: ...
 
     def memory_stats(self) -> MemoryStats: ...
 

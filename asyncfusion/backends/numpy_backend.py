@@ -207,6 +207,9 @@ class NumpyBackend:
     def wait_idle(self) -> None:
         pass
 
+    def empty_cache(self) -> None:
+        pass  # freed host buffers go back to numpy at once: there is no cache
+
     def memory_stats(self) -> MemoryStats:
         return MemoryStats(self._live, self._live_bytes, 0, 0, self._allocs)
 

@@ -218,6 +218,12 @@ class WgpuBackend:
         finally:
             self.staging.release(fence)
 
+    def empty_cache(self) -> None:
+        """Destroy every pooled buffer (executor thread, between rounds: the bind groups
+        cached for them go too)."""
+        self.pool.empty()
+        self.staging.empty()
+
     def memory_stats(self) -> MemoryStats:
         a, b = self.pool.stats(), self.staging.stats()
         return MemoryStats(a.live_buffers + b.live_buffers, a.live_bytes + b.live_bytes,

@@ -1,7 +1,6 @@
 """The wgpu runtime: one adapter and device, buffer pools, a pipeline cache, batched submits.
 
-All methods here run on the device's executor thread or a worker thread, never on the
-event loop: on lavapipe ``queue.submit`` and buffer maps block while the GPU works.
+All methods here run on a device's executor thread, never on the event loop: on lavapipe ``queue.submit`` and buffer maps block while the GPU works.
 A batch collects the dispatches of one server round into one command encoder; ``flush``
 writes the round's uniforms and submits it as one submission.
 """
@@ -254,9 +253,10 @@ class Runtime:
         return True
 
     def forget_buffer(self, gpu: Any) -> None:
-        """Drop cached bind groups that bind ``gpu`` (about to be destroyed)."""
-        for key in [k for k in self._groups if gpu in k]:
-            del self._groups[key]
+        """Drop cached bind groups that bind ``gpu`` (about to be destroyed). Devices that
+        share this runtime have executor threads of their own: work on a snapshot."""
+        for key in [k for k in list(self._groups) if gpu in k]:
+            self._groups.pop(key, None)
 
     def new_batch(self) -> _Batch:
         return _Batch()

@@ -1,0 +1,145 @@
+"""The host path: one persistent executor thread per device runs every round, maps and
+copies its reads there, and hands each round back to the event loop with one call;
+cancelling a reader mid-round leaks nothing; the buffer cache stays flat over repeated
+rounds and ``empty_cache`` gives it back."""
+
+from __future__ import annotations
+
+import threading
+
+import anyio
+import numpy as np
+
+import asyncfusion as af
+import asyncfusion.server as server_mod
+from examples.seed_chain import chain as chain8
+from examples.seed_chain import chain_np as chain8_np
+from tests.conftest import assert_close
+
+
+async def test_reads_are_copied_on_the_executor_thread_and_handed_back_once_per_round(
+        dev, monkeypatch):
+    xs = [af.tensor(np.full(16, float(i), np.float32), device=dev) for i in range(40)]
+    await dev.sync()
+    rounds, handoffs, readers = [], [], set()
+    real_round, real_finish = dev._server.executor.round, dev.backend.finish_read
+    real_caller = server_mod.loop_caller
+
+    def counting_round(requests, sync):
+        rounds.append(len(requests))
+        return real_round(requests, sync)
+
+    def recording_finish(token):
+        readers.add(threading.current_thread().name)
+        return real_finish(token)
+
+    def counting_caller():
+        call = real_caller()
+
+        def counted(fn):
+            handoffs.append(fn)
+            return call(fn)
+        return counted
+
+    def no_worker_threads(*args, **kwargs):
+        raise AssertionError("a round trip must not go through anyio.to_thread")
+
+    monkeypatch.setattr(dev._server.executor, "round", counting_round)
+    monkeypatch.setattr(dev.backend, "finish_read", recording_finish)
+    monkeypatch.setattr(server_mod, "loop_caller", counting_caller)
+    monkeypatch.setattr(anyio.to_thread, "run_sync", no_worker_threads)
+    results: dict[int, np.ndarray] = {}
+
+    async def reader(i: int) -> None:
+        results[i] = await (xs[i] * 2.0 + 1.0).to_data()
+
+    async with anyio.create_task_group() as tg:
+        for i in range(40):
+            tg.start_soon(reader, i)
+    for i in range(40):
+        assert_close(results[i], np.full(16, 2.0 * i + 1.0, np.float32))
+    assert readers == {"asyncfusion-executor"}
+    assert sum(rounds) == 40 and len(rounds) < 40  # requests of many tasks share rounds
+    assert len(handoffs) == len(rounds)  # one wake-up of the loop per round
+
+
+async def test_cancelling_one_reader_mid_round_spares_the_others_and_leaks_nothing(dev):
+    x = af.rand(4096, seed=5, device=dev)
+    xn = await x.to_data()
+    await dev.sync()
+    base = dev.memory_stats()
+    entered, gate = threading.Event(), threading.Event()
+    real_round = dev._server.executor.round
+
+    def gated_round(requests, sync):
+        if any(r.tensor is not None for r in requests):
+            entered.set()
+            gate.wait()
+        return real_round(requests, sync)
+
+    dev._server.executor.round = gated_round
+    scopes: list[anyio.CancelScope] = [anyio.CancelScope() for _ in range(6)]
+    results: dict[int, np.ndarray] = {}
+
+    async def reader(i: int) -> None:
+        with scopes[i]:
+            results[i] = await (x * float(i)).to_data()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for i in range(6):
+                tg.start_soon(reader, i)
+            await anyio.to_thread.run_sync(entered.wait)  # the round holds every read
+            scopes[3].cancel()
+            await anyio.sleep(0.01)  # the cancelled reader is gone before the round ends
+            assert 3 not in results
+            gate.set()
+    finally:
+        gate.set()
+        del dev._server.executor.round
+    assert sorted(results) == [0, 1, 2, 4, 5]
+    for i, out in results.items():
+        np.testing.assert_array_equal(out, xn * np.float32(i))
+    await dev.sync()
+    await dev.sync()
+    after = dev.memory_stats()
+    assert (after.live_buffers, after.live_bytes) == (base.live_buffers, base.live_bytes)
+    assert dev.backend.staging.stats().live_buffers == 0
+
+
+async def test_twenty_chains_of_one_input_allocate_nothing_after_the_first_repetition(dev):
+    xn = np.linspace(-1, 1, 1 << 14, dtype=np.float32)
+    x = af.tensor(xn, device=dev)
+    await dev.sync()
+    allocations, live = [], []
+    for _ in range(4):
+        outs = [chain8(x + float(i)) for i in range(20)]  # all kept
+        await dev.sync()
+        live.append(dev.memory_stats().live_buffers)
+        allocations.append(dev.memory_stats().allocations)
+        assert_close(await outs[7].to_data(), chain8_np(xn + np.float32(7)), rtol=1e-4)
+        del outs
+    assert allocations[1] == allocations[2] == allocations[3]
+    assert live[0] == live[3] >= 21  # the input and the 20 kept results
+
+
+async def test_empty_cache_gives_pooled_buffers_back_and_the_device_keeps_working(dev):
+    x = af.tensor(np.arange(1024, dtype=np.float32), device=dev)
+    ys = [x * float(i) for i in range(8)]
+    await dev.sync()
+    del ys
+    await dev.sync()
+    before = dev.memory_stats()
+    assert before.pooled_buffers > 0 and before.pooled_bytes > 0
+    await dev.empty_cache()
+    after = dev.memory_stats()
+    assert (after.pooled_buffers, after.pooled_bytes) == (0, 0)
+    assert (after.live_buffers, after.live_bytes) == (before.live_buffers, before.live_bytes)
+    assert_close(await (x + 1.0).to_data(), np.arange(1024, dtype=np.float32) + 1.0)
+    assert dev.memory_stats().allocations > after.allocations  # the cache refills on demand
+
+
+async def test_empty_cache_on_the_numpy_backend_is_a_no_op(ref):
+    x = af.tensor([1.0, 2.0], device=ref)
+    await ref.empty_cache()
+    assert_close(await (x * 2.0).to_data(), np.array([2.0, 4.0], np.float32))
