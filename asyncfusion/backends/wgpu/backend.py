@@ -51,6 +51,21 @@ def matmul_tiles(m: int, n: int, limits: dict[str, int], gpu: bool) -> MatmulTil
     return _TILES[-1]
 
 
+_PER_THREAD = 16  # elements each thread of a reduction folds, where rows are many
+_FILL = 1 << 17  # threads that keep a large GPU busy
+
+
+def threads_per_row(n_out: int, n_red: int, workgroup: int) -> int:
+    """Threads per row of a reduction (a power of two up to the workgroup): enough that
+    each folds about 16 elements, more while the whole launch would be too few threads
+    to fill the GPU (a handful of long rows gets whole workgroups)."""
+    longest = min(workgroup, _pow2_at_least(n_red))
+    tpr = min(longest, _pow2_at_least(-(-n_red // _PER_THREAD)))
+    while tpr < longest and n_out * tpr < _FILL:
+        tpr *= 2
+    return tpr
+
+
 def _pow2_at_least(n: int) -> int:
     p = 1
     while p < n:
@@ -149,7 +164,7 @@ class WgpuBackend:
             if not n_out:
                 return
             n_red = n // n_out
-            tpr = min(wg, _pow2_at_least(-(-n_red // 4)))
+            tpr = threads_per_row(n_out, n_red, wg)
             rows = wg // tpr
             head = (n_out, n_red, tpr, rows)
             threads = -(-n_out // rows) * wg

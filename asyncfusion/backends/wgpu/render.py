@@ -81,6 +81,8 @@ class _Writer:
         self.scalar_word = first + len(stores) * (rank + 1)
         self.words = self.scalar_word + len(kernel.scalars)
         self.written = {st.inplace for st in kernel.stores if st.inplace is not None}
+        self.folded = [d for d, r in enumerate(kernel.reduced) if r]
+        self.bases: set[int] = set()  # loads whose per-row index part b{i} is in scope
 
     def emit(self, line: str, depth: int = 1) -> None:
         self.lines.append("  " * depth + line)
@@ -156,6 +158,11 @@ class _Writer:
             raw = f"in{i}[i]"
         elif self.v4:  # a single broadcast element
             raw = f"vec4<{STORAGE_TYPE[ld.dtype]}>(in{i}[{self.index(self.load_map[i], [])}])"
+        elif i in self.bases:  # a reduction's row: the kept dimensions' part is hoisted
+            word = self.load_map[i]
+            terms = [f"b{i}"] + [f"i32(c{d}) * bitcast<i32>({param(word + 1 + d)})"
+                                 for d in self.folded]
+            raw = f"in{i}[u32({' + '.join(terms)})]"
         else:
             raw = f"in{i}[{self.index(self.load_map[i], dims)}]"
         if ld.dtype is DType.bool:
@@ -269,6 +276,7 @@ class _Writer:
             self.emit("var acc_i: u32 = 0xffffffffu;")
         self.emit("if (valid) {")
         self.coords(kept, "row", 2)
+        self.row_bases(kept, 2)
         self._row_loop(2, folded, lambda d: self._fold(spec.arg, d))
         self.emit("}")
         if self.subgroups:
@@ -300,6 +308,7 @@ class _Writer:
             self.emit("workgroupBarrier();")
             self.emit("if (valid) {")
             self.coords(kept, "row", 2)
+            self.row_bases(kept, 2)
             for a in shared:
                 e = self.expr(a)
                 val = f"sh_{e}[slot]"
@@ -359,6 +368,18 @@ class _Writer:
         self.emit("workgroupBarrier();")
         self._tree(arg, dt, "slot * parts", "parts")
         self.emit("let first = slot * parts;")
+
+    def row_bases(self, kept: list[int], depth: int) -> None:
+        """Per row, once: each strided ROW/POST load's offset plus its kept dimensions'
+        terms (``b{i}``), so the loop over the row adds only the folded ones."""
+        for i, ld in enumerate(self.k.loads):
+            if ld.dense or ld.gather is not None or ld.level is Level.OUT:
+                continue
+            word = self.load_map[i]
+            terms = [f"bitcast<i32>({param(word)})"]
+            terms += [f"i32(c{d}) * bitcast<i32>({param(word + 1 + d)})" for d in kept]
+            self.emit(f"let b{i} = {' + '.join(terms)};", depth)
+            self.bases.add(i)
 
     def _row_loop(self, depth: int, folded: list[int], inner: Callable[[int], None]) -> None:
         self.emit(f"for (var r0 = lane; r0 < n_red; r0 = r0 + tpr * {INNER_STEPS}u) {{", depth)
