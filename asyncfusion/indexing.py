@@ -10,7 +10,9 @@ the end; an index out of range cannot raise inside a kernel, so it is **clamped*
 axis (as JAX does) — check indices on the host when they come from outside.
 
 ``topk`` runs ``k`` passes of a fused argmax (each masks what earlier passes took), so a
-long axis is never sorted: O(k n) work. ``sort``/``argsort`` rank every element against
+long axis is never sorted: O(k n) work. A long axis goes in two stages, so that no pass is
+a reduction of one long row (one workgroup): the top ``k`` of each chunk of
+``_CHUNK`` elements, all chunks at once, then the top ``k`` of those candidates. ``sort``/``argsort`` rank every element against
 every other of its row in one fused reduction (O(n^2) work per row, two launches plus a
 gather): meant for short axes; use ``topk`` for the first few of a long one.
 """
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .creation import arange, tensor
+from .creation import arange, full, tensor
 from .dtype import DType
 from .errors import DeviceMismatchError, DTypeError, IndexingError, LimitError, ShapeError
 from .ir import GatherOp
@@ -30,6 +32,7 @@ __all__ = ["take_along_axis", "gather", "take", "index_select", "stack", "one_ho
 
 _MAX_AXIS = 2**31 - 1  # kernels wrap and clamp indices in i32
 _MAX_SORT = 8192  # sort ranks a row against itself: n * n work per row
+_CHUNK = 1024  # two-stage topk: a chunk of a long axis gives k candidates
 
 
 def _indices(index: Any, like: Tensor, what: str) -> Tensor:
@@ -155,8 +158,16 @@ def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True) -> tuple[Tenso
     else:
         info = {DType.int32: (-(2**31), 2**31 - 1), DType.uint32: (0, 2**32 - 1)}[x.dtype]
         mask = info[0] if largest else info[1]
+    if n >= 4 * _CHUNK and 4 * k <= _CHUNK:
+        return _topk_chunked(x, k, ax, largest, mask)
+    return _topk_passes(x, k, ax, largest, mask)
+
+
+def _topk_passes(x: Tensor, k: int, ax: int, largest: bool,
+                 mask: float | int) -> tuple[Tensor, Tensor]:
+    """``k`` argmax (argmin) passes along ``ax``, each masking what the last one took."""
     pick = "argmax" if largest else "argmin"
-    iota = _along(n, x.ndim, ax, x.device)
+    iota = _along(x.shape[ax], x.ndim, ax, x.device)
     cur = x
     values: list[Tensor] = []
     indices: list[Tensor] = []
@@ -167,6 +178,28 @@ def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True) -> tuple[Tenso
         if j + 1 < k:
             cur = where(iota == i, mask, cur)
     return cat(values, ax), cat(indices, ax)
+
+
+def _topk_chunked(x: Tensor, k: int, ax: int, largest: bool,
+                  mask: float | int) -> tuple[Tensor, Tensor]:
+    """The top ``k`` of each ``_CHUNK`` of axis ``ax`` (padded with ``mask``), then of the
+    candidates, chunk by chunk: equal values keep the order of their indices, and
+    padding comes after every element, so it is never taken."""
+    n = x.shape[ax]
+    last = x.ndim - 1
+    order = [d for d in range(x.ndim) if d != ax] + [ax]
+    xt = x.permute(*order)  # the axis last
+    chunks = -(-n // _CHUNK)
+    if chunks * _CHUNK > n:
+        pad = full(xt.shape[:-1] + (chunks * _CHUNK - n,), mask, x.dtype, device=x.device)
+        xt = cat([xt, pad], last)
+    lead = xt.shape[:-1]
+    v1, i1 = _topk_passes(xt.reshape(lead + (chunks, _CHUNK)), k, last + 1, largest, mask)
+    first = _along(chunks, x.ndim + 1, last, x.device) * _CHUNK  # each chunk's offset
+    v2, at = _topk_passes(v1.reshape(lead + (chunks * k,)), k, last, largest, mask)
+    i2 = take_along_axis((i1 + first).reshape(lead + (chunks * k,)), at, last)
+    back = [order.index(d) for d in range(x.ndim)]
+    return v2.permute(*back), i2.permute(*back)
 
 
 def argsort(x: Tensor, axis: int = -1, descending: bool = False) -> Tensor:

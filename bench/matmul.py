@@ -9,6 +9,10 @@ Workloads:
 * epilogue: ``relu(x @ w + b)`` at the largest square size, fused (one launch) vs
   separate (``open_device(fusion=False)``: matmul, add, relu as three kernels) vs the
   bare matmul.
+* queued (square sizes): QUEUE products of the same operands registered, then one sync,
+  the time divided by QUEUE (torch: QUEUE calls, one synchronize): the kernel's
+  throughput without the round trip of one ``await`` per product, which costs ~1 ms on
+  the H200 and caps a 1024^3 product there at ~2 TFLOP/s whatever the kernel.
 
 Peers in one run: asyncfusion, numpy float32, torch float32 with TF32 off (CUDA when
 available, else CPU) where torch is installed. Device-resident timing: inputs uploaded
@@ -34,6 +38,7 @@ NAME = "matmul"
 SQUARE = [256, 512, 1024, 2048, 4096, 8192]
 QUICK_SQUARE = [128, 256]
 MLP = [(256, 784, 512), (256, 512, 256), (256, 256, 10)]
+QUEUE, QUICK_QUEUE = 8, 3
 NUMPY_MAX = 4096  # numpy's float32 matmul on the host above this takes minutes
 
 
@@ -69,6 +74,29 @@ def time_torch(torch: Any, fn: Callable[[], Any], device: str, quick: bool) -> C
         C.torch_sync(torch, device)
     return C.measure(once, warmup=2, min_reps=3, max_reps=10 if quick else 200,
                      budget_s=1.0 if quick else 3.0)
+
+
+async def queued(dev: af.Device, torch: Any, tdev: Any, x: np.ndarray, w: np.ndarray,
+                 row: dict[str, Any], quick: bool) -> None:
+    """``row``'s queued columns: QUEUE products per sync (outputs kept until it: a
+    product dropped before it would never run)."""
+    reps = QUICK_QUEUE if quick else QUEUE
+    m, k = x.shape
+    n = w.shape[1]
+    tx, tw = af.tensor(x, device=dev), af.tensor(w, device=dev)
+
+    async def once() -> None:
+        outs = [tx @ tw for _ in range(reps)]
+        await dev.sync()
+        del outs
+    st = await C.ameasure(once, warmup=1, min_reps=3, max_reps=10 if quick else 100,
+                          budget_s=1.0 if quick else 3.0)
+    row["af_queued_ms"] = st.median / reps * 1e3
+    row["af_queued_tflops"] = tflops(m, k, n, st.median / reps)
+    if torch is not None:
+        px, pw = (torch.from_numpy(v).to(tdev) for v in (x, w))
+        st = time_torch(torch, lambda: [px @ pw for _ in range(reps)], tdev, quick)
+        row["torch_queued_tflops"] = tflops(m, k, n, st.median / reps)
 
 
 async def run(args: Any) -> dict[str, Any]:
@@ -109,6 +137,8 @@ async def run(args: Any) -> dict[str, Any]:
                 st, _ = await time_af(dev, lambda: tx @ tw, x @ w, args.quick)
                 row["af_bare_ms"] = st.median * 1e3
                 del tx, tw
+            if kind == "square":
+                await queued(dev, torch, tdev, x, w, row, args.quick)
             if max(m, n, k) <= NUMPY_MAX:
                 f = (lambda: np.maximum(x @ w + b, 0)) if epi else (lambda: x @ w)
                 row["numpy_ms"] = C.measure(f, min_reps=2, max_reps=10,
@@ -134,8 +164,8 @@ def main() -> None:
     payload = anyio.run(run, args)
     keys = {k for r in payload["rows"] for k in r}
     cols = ["kind", "m", "k", "n", "af_fused_ms", "af_fused_tflops", "af_fused_launches",
-            "af_separate_ms", "af_separate_launches", "af_bare_ms", "numpy_ms", "torch_ms",
-            "torch_tflops", "af_vs_torch"]
+            "af_separate_ms", "af_separate_launches", "af_bare_ms", "af_queued_tflops",
+            "numpy_ms", "torch_ms", "torch_tflops", "torch_queued_tflops", "af_vs_torch"]
     cols = [c for c in cols if c in keys]
     print(C.table(cols, [[r.get(c, "") for c in cols] for r in payload["rows"]],
                   title="matmul (float32; torch with TF32 off)"))

@@ -71,11 +71,26 @@ async def test_topk_of_a_long_vector_costs_k_passes(dev):
     x = RNG.standard_normal(100_003).astype(np.float32)
     t = af.tensor(x, device=dev)
     n = await launches(dev, lambda: af.topk(t, 5)[1])
-    # per pass: an argmax (the mask of earlier passes fused in), a gather, and a copy into
-    # each joined result: O(k) launches of O(n) work, no sort
-    assert n <= 5 * 4
+    # per pass: an argmax (the mask of earlier passes fused in) and a copy into each
+    # joined result, in two stages (each chunk's candidates, then theirs), plus the
+    # padding: O(k) launches (45), none of them a sort or a one-row reduction of n
+    assert n <= 2 * 5 * 4 + 5
     _, i = af.topk(t, 5)
     np.testing.assert_array_equal(await i.to_data(), np.argsort(-x)[:5])
+
+
+@pytest.mark.parametrize("shape,axis,largest,dtype", [
+    ((5000,), 0, True, np.float32), ((4100, 3), 0, False, np.int32),
+    ((2, 4097), 1, True, np.int32)])
+async def test_topk_of_a_long_axis_in_chunks_matches_a_stable_sort(dev, shape, axis, largest,
+                                                                    dtype):
+    x = RNG.integers(-3, 3, shape).astype(dtype)  # ties across chunks and within them
+    x.flat[[7, 4099]] = 5 if largest else -5  # the best two: in the first and last chunk
+    order = np.argsort(-x if largest else x, axis=axis, kind="stable")
+    want = np.take(order, range(6), axis=axis)
+    v, i = af.topk(af.tensor(x, device=dev), 6, axis=axis, largest=largest)
+    np.testing.assert_array_equal(await i.to_data(), want)
+    np.testing.assert_array_equal(await v.to_data(), np.take_along_axis(x, want, axis))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int32])

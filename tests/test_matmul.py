@@ -10,7 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import asyncfusion as af
-from asyncfusion.backends.wgpu.backend import matmul_tiles
+from asyncfusion.backends.wgpu import backend as wgpu_backend
+from asyncfusion.backends.wgpu.backend import _TILES, matmul_tiles
+from asyncfusion.backends.wgpu.matmul_render import with_layout
+from asyncfusion.kernel import LaunchArgs
 from tests.conftest import assert_close
 from tests.test_views_reductions import launches
 
@@ -97,9 +100,92 @@ def test_tiles_follow_the_adapter_and_the_output():
     small = {"max-compute-invocations-per-workgroup": 256,
              "max-compute-workgroup-storage-size": 4096}
     assert matmul_tiles(4096, 4096, big, gpu=True).tm == 128
+    assert matmul_tiles(1024, 1024, big, gpu=True).tm == 64  # 64 128-tiles: not a wave
+    assert matmul_tiles(1024, 1024, big, gpu=True, batch=2).tm == 128
     assert matmul_tiles(4096, 4096, big, gpu=False).tm == 64
     assert matmul_tiles(4096, 8, big, gpu=True).tm == 32
-    assert matmul_tiles(4096, 4096, small, gpu=True).tm == 32  # 8 KiB tiles do not fit
+    assert matmul_tiles(4096, 4096, small, gpu=True).tm == 32  # 16 KiB tiles do not fit
+    for t in _TILES:
+        assert t.shared_bytes == 2 * (t.tm + t.tn) * t.tk * 4  # double-buffered
+
+
+def _args(m, n, k, a, b):
+    """Launch args of an (m, k) @ (k, n) product; ``a``/``b``: (offset, (M, K) or (K, N)
+    strides) of each operand."""
+    (oa, (am, ak)), (ob, (bk, bn)) = a, b
+    return LaunchArgs((m, n, k), ((oa, (am, 0, ak)), (ob, (0, bn, bk))), ())
+
+
+def test_operands_are_read_along_their_contiguous_axis_as_vec4_where_aligned():
+    t = _TILES[0]
+    row = with_layout(t, _args(8, 12, 16, (0, (16, 1)), (0, (12, 1))))
+    assert (row.a_k, row.a_vec, row.b_k, row.b_vec) == (True, True, False, True)
+    tr = with_layout(t, _args(8, 12, 16, (0, (1, 8)), (0, (1, 16))))  # a.mT @ b.mT
+    assert (tr.a_k, tr.a_vec, tr.b_k, tr.b_vec) == (False, True, True, True)
+    odd = with_layout(t, _args(8, 12, 15, (0, (15, 1)), (0, (12, 1))))  # K % 4 != 0
+    assert (odd.a_k, odd.a_vec, odd.b_vec) == (True, False, True)
+    shifted = with_layout(t, _args(8, 12, 16, (1, (16, 1)), (4, (12, 1))))  # offset 1
+    assert (shifted.a_vec, shifted.b_vec) == (False, True)
+    strided = with_layout(t, _args(8, 12, 16, (0, (32, 2)), (0, (12, 1))))  # a[:, ::2]
+    assert strided.a_vec is False
+
+
+# (left shape, right shape, left view, right view): several K steps, primes, ones,
+# tile-size edges, transposes, offsets and steps, broadcast batches
+LAYOUTS = [((1, 1), (1, 1), "", ""), ((130, 17), (17, 131), "", ""),
+           ((128, 8), (8, 128), "", ""), ((64, 36), (36, 68), "T", ""),
+           ((33, 40), (40, 20), "", "T"), ((29, 50), (50, 7), "T", "T"),
+           ((37, 40), (40, 9), "slice", "slice"), ((3, 2, 33, 16), (2, 16, 65), "", ""),
+           ((2, 31, 24), (24, 8), "", "T")]
+
+
+def _view(x, how):
+    """A view of host array ``x`` on ``device`` read through non-trivial strides."""
+    if how == "T":
+        return lambda device: af.tensor(np.ascontiguousarray(x.mT), device=device).mT, x
+    if how == "slice":  # offset 1, step 2 along the last axis
+        wide = np.zeros(x.shape[:-1] + (2 * x.shape[-1] + 1,), np.float32)
+        wide[..., 1::2] = x
+        return lambda device: af.tensor(wide, device=device)[..., 1::2], x
+    return lambda device: af.tensor(x, device=device), x
+
+
+@pytest.mark.parametrize("tiles", _TILES, ids=lambda t: f"{t.tm}x{t.tn}")
+@pytest.mark.parametrize("sa,sb,va,vb", LAYOUTS, ids=[f"{a}{va}@{b}{vb}" for a, b, va, vb
+                                                        in LAYOUTS])
+async def test_every_schedule_matches_numpy_for_every_layout(dev, monkeypatch, tiles,
+                                                             sa, sb, va, vb):
+    monkeypatch.setattr(wgpu_backend, "matmul_tiles", lambda *_a, **_k: tiles)
+    (make_a, a), (make_b, b) = (_view(RNG.standard_normal(sa).astype(np.float32), va),
+                                _view(RNG.standard_normal(sb).astype(np.float32), vb))
+    bias = RNG.standard_normal(sb[-1]).astype(np.float32)
+    ta, tb, tbias = make_a(dev), make_b(dev), af.tensor(bias, device=dev)
+    assert await launches(dev, lambda: (ta @ tb + tbias).relu()) == 1
+    got = await (ta @ tb + tbias).relu().to_data()
+    assert_close(got, np.maximum(np.matmul(a, b) + bias, 0), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("tiles", _TILES, ids=lambda t: f"{t.tm}x{t.tn}")
+async def test_every_schedule_is_exact_on_int32_and_long_k(dev, monkeypatch, tiles):
+    monkeypatch.setattr(wgpu_backend, "matmul_tiles", lambda *_a, **_k: tiles)
+    a = RNG.integers(-50, 50, (6, 20)).astype(np.int32)
+    b = RNG.integers(-50, 50, (20, 8)).astype(np.int32)  # vec4<i32> reads
+    got = await (af.tensor(a, device=dev) @ af.tensor(b, device=dev)).to_data()
+    np.testing.assert_array_equal(got, a @ b)
+    # more K steps than one inner loop runs (lavapipe stops loops at 65,535 iterations)
+    k = tiles.tk * 1024 + 5
+    x = RNG.integers(-3, 4, (2, k)).astype(np.int32)
+    y = RNG.integers(-3, 4, (k, 3)).astype(np.int32)
+    got = await (af.tensor(x, device=dev) @ af.tensor(y, device=dev)).to_data()
+    np.testing.assert_array_equal(got, x @ y)
+
+
+async def test_an_operand_used_twice_is_read_through_both_layouts(dev, ref):
+    a = RNG.standard_normal((5, 5)).astype(np.float32)
+    for device in (dev, ref):
+        t = af.tensor(a, device=device)
+        assert_close(await (t @ t).to_data(), a @ a, rtol=1e-4, atol=1e-4)
+        assert_close(await (t @ t.T + t).to_data(), a @ a.T + a, rtol=1e-4, atol=1e-4)
 
 
 async def test_matmul_errors_at_the_call_site(dev):

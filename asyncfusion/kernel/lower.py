@@ -70,7 +70,8 @@ def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
     block (read for the last time there, or dropped)."""
     rank = len(space)
     values: dict[int, tuple[Arg, Level, DType]] = {}
-    load_slot: dict[tuple[int, Level, tuple[int, int, int] | None], int] = {}
+    # a tensor read twice with different alignments (``a @ a``) takes two loads
+    load_slot: dict[tuple[int, Level, tuple[int, int, int] | None, Align | None], int] = {}
     loads: list[Load] = []
     load_ids: list[int] = []
     load_align: list[Align | None] = []
@@ -87,7 +88,7 @@ def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
     def load(t: TensorIr, level: Level, out_shape: tuple[int, ...], pos: int,
              op: OperationIr, align: Align | None = None,
              gather: tuple[int, int, int] | None = None) -> Arg:
-        key = (t.id, level, gather)
+        key = (t.id, level, gather, align)
         slot = load_slot.get(key)
         if slot is None:
             slot = load_slot[key] = len(loads)

@@ -22,7 +22,8 @@ from ...trace import Counters
 from ..base import MemoryStats, host_view
 from ..faults import FaultInjector
 from .memory import BufferPool
-from .render import MatmulTiles, param_words, render
+from .matmul_render import MatmulTiles, render_matmul, with_layout
+from .render import param_words, render
 from .runtime import Buffer, Runtime, get_runtime
 
 __all__ = ["WgpuBackend"]
@@ -30,24 +31,26 @@ __all__ = ["WgpuBackend"]
 _MAX_KERNELS = 1024
 
 
-# Matmul schedules, largest first: 8x8 blocks per thread pay off only on big outputs of a
-# GPU; small or skinny outputs use smaller tiles so that more workgroups run.
+# Matmul schedules, largest first. 8x8 blocks per thread (16 vec4 accumulators) pay off
+# on outputs that give a big GPU a wave of workgroups; smaller tiles give more of them.
 _TILES = (MatmulTiles(128, 128, 8, 8, 8), MatmulTiles(64, 64, 16, 4, 4),
-          MatmulTiles(32, 32, 16, 2, 2))
+          MatmulTiles(32, 32, 8, 4, 4))
+_WAVE = 128  # workgroups that keep a big GPU busy (the H200 has 132 SMs)
 
 
-def matmul_tiles(m: int, n: int, limits: dict[str, int], gpu: bool) -> MatmulTiles:
-    """The largest schedule the adapter holds (threads, workgroup memory) that the output
-    fills: the 128-tile on a GPU for outputs of at least 1024 x 1024 tiles' worth."""
+def matmul_tiles(m: int, n: int, limits: dict[str, int], gpu: bool,
+                 batch: int = 1) -> MatmulTiles:
+    """The largest schedule the adapter holds (threads, double-buffered workgroup memory)
+    that still makes a wave of workgroups on a GPU (the 64-tile at most on a CPU, where
+    fewer, larger tiles cost less); the smallest when none does."""
     for t in _TILES:
         if t.threads > limits["max-compute-invocations-per-workgroup"] or \
                 t.shared_bytes > limits["max-compute-workgroup-storage-size"]:
             continue
-        if t.tm == 128 and not (gpu and m >= 512 and n >= 512):
-            continue
-        if t.tm == 64 and min(m, n) < 64:
-            continue
-        return t
+        if gpu and batch * -(-m // t.tm) * -(-n // t.tn) >= _WAVE:
+            return t
+        if not gpu and t.tm <= 64 and min(m, n) >= t.tm:
+            return t
     return _TILES[-1]
 
 
@@ -126,8 +129,9 @@ class WgpuBackend:
         key = (kernel, tiles)
         text = self._kernels.get(key)
         if text is None:
-            text = self._kernels[key] = render(kernel, self.rt.workgroup, self.subgroups,
-                                               tiles)
+            text = self._kernels[key] = (
+                render(kernel, self.rt.workgroup, self.subgroups) if tiles is None
+                else render_matmul(kernel, tiles))
             self.counters.kernels_generated += 1
             if len(self._kernels) > _MAX_KERNELS:
                 self._kernels.popitem(last=False)
@@ -143,7 +147,8 @@ class WgpuBackend:
         tiles = None
         if kernel.matmul:
             *batch, m, n_, _ = args.shape
-            tiles = matmul_tiles(m, n_, self.limits, self.gpu)
+            tiles = with_layout(matmul_tiles(m, n_, self.limits, self.gpu,
+                                             numel(tuple(batch))), args)
         wgsl = self._wgsl(kernel, tiles)
         self.faults.check("launch", kernel.names)
         if tiles is not None:

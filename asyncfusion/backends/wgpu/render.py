@@ -12,7 +12,6 @@ pass over the row (POST).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -20,30 +19,10 @@ from ...dtype import DType
 from ...kernel import Arg, Kernel, LaunchArgs, Level
 from ...primitives import HELPERS, PRIMITIVES, REDUCTIONS, STORAGE_TYPE, WGSL_TYPE, Ty, isnan
 
-__all__ = ["render", "param_words", "HEAD_WORDS", "INNER_STEPS", "MatmulTiles"]
+__all__ = ["render", "param_words", "param", "HEAD_WORDS", "INNER_STEPS"]
 
 HEAD_WORDS = 4  # n, n_red, threads per row, rows per workgroup
 INNER_STEPS = 1024  # lavapipe stops loops at 65,535 iterations: nest them
-
-
-@dataclass(frozen=True, slots=True)
-class MatmulTiles:
-    """A matmul schedule: a ``tm`` x ``tn`` output tile per workgroup, K in steps of
-    ``tk`` through workgroup memory, an ``rm`` x ``rn`` block of it per thread."""
-
-    tm: int
-    tn: int
-    tk: int
-    rm: int
-    rn: int
-
-    @property
-    def threads(self) -> int:
-        return (self.tm // self.rm) * (self.tn // self.rn)
-
-    @property
-    def shared_bytes(self) -> int:
-        return (self.tm + self.tn) * self.tk * 4
 
 
 def param(word: int) -> str:
@@ -66,8 +45,10 @@ def param_words(kernel: Kernel, args: LaunchArgs, head: tuple[int, int, int, int
 
 
 class _Writer:
-    def __init__(self, kernel: Kernel, workgroup: int, subgroups: bool) -> None:
+    def __init__(self, kernel: Kernel, workgroup: int, subgroups: bool,
+                 vec_loads: frozenset[int] = frozenset()) -> None:
         self.k = kernel
+        self.vec_loads = vec_loads  # loads bound as vec4 words whatever the kernel's vec4
         self.wg = workgroup
         self.subgroups = subgroups
         self.v4 = kernel.vec4
@@ -95,7 +76,7 @@ class _Writer:
         binding = 1
         for i, ld in enumerate(k.loads):
             word = STORAGE_TYPE[ld.dtype]
-            if self.v4 and ld.dense:
+            if (self.v4 and ld.dense) or i in self.vec_loads:
                 word = f"vec4<{word}>"
             access = "read_write" if i in self.written else "read"
             self.emit(f"@group(0) @binding({binding}) var<storage, {access}> in{i}: "
@@ -427,113 +408,13 @@ class _Writer:
         self.emit("}", 0)
 
 
-    # -- matmul schedule -----------------------------------------------------------------
-    def matmul(self, t: MatmulTiles) -> None:
-        """A tile of the output per workgroup: K in steps through workgroup memory (A
-        stored k-major, so a thread's rows are adjacent), a register block per thread,
-        bounds checked at the edges (any shape), then the epilogue (OUT) per element."""
-        k = self.k
-        red = k.reduce
-        assert red is not None
-        acc_t = WGSL_TYPE[red.acc]
-        nb = k.rank - 3
-        m_d, n_d, k_d = nb, nb + 1, nb + 2
-        self.emit(f"var<workgroup> sa: array<{acc_t}, {t.tk * t.tm}>;", 0)
-        self.emit(f"var<workgroup> sb: array<{acc_t}, {t.tk * t.tn}>;", 0)
-        self.emit(f"@compute @workgroup_size({t.threads})", 0)
-        self.emit("fn main(@builtin(local_invocation_index) lid: u32, "
-                  "@builtin(workgroup_id) wid: vec3<u32>, "
-                  "@builtin(num_workgroups) nwg: vec3<u32>) {", 0)
-        self.emit(f"let n_m = {param(HEAD_WORDS + m_d)};")
-        self.emit(f"let n_n = {param(HEAD_WORDS + n_d)};")
-        self.emit(f"let n_k = {param(HEAD_WORDS + k_d)};")
-        self.emit(f"let tiles_n = {param(2)};")
-        self.emit(f"let tiles_mn = {param(1)} * tiles_n;")
-        self.emit("let tile = wid.x + wid.y * nwg.x;")
-        self.emit(f"if (tile >= {param(0)} * tiles_mn) {{ return; }}")
-        self.emit("let batch = tile / tiles_mn;")
-        self.emit(f"let row0 = (tile % tiles_mn) / tiles_n * {t.tm}u;")
-        self.emit(f"let col0 = tile % tiles_n * {t.tn}u;")
-        self.coords(list(range(nb)), "batch", 1)
-        for i, name in ((0, "a"), (1, "b")):
-            w = self.load_map[i]
-            terms = [f"bitcast<i32>({param(w)})"] + [
-                f"i32(c{d}) * bitcast<i32>({param(w + 1 + d)})" for d in range(nb)]
-            self.emit(f"let {name}_base = {' + '.join(terms)};")
-        self.emit(f"let a_m = bitcast<i32>({param(self.load_map[0] + 1 + m_d)});")
-        self.emit(f"let a_k = bitcast<i32>({param(self.load_map[0] + 1 + k_d)});")
-        self.emit(f"let b_n = bitcast<i32>({param(self.load_map[1] + 1 + n_d)});")
-        self.emit(f"let b_k = bitcast<i32>({param(self.load_map[1] + 1 + k_d)});")
-        tx = t.tn // t.rn
-        self.emit(f"let tx = lid % {tx}u;")
-        self.emit(f"let ty = lid / {tx}u;")
-        self.emit(f"var acc: array<{acc_t}, {t.rm * t.rn}>;")
-        step = t.tk * INNER_STEPS  # lavapipe stops loops at 65,535 iterations: nest them
-        self.emit(f"for (var k1 = 0u; k1 < n_k; k1 = k1 + {step}u) {{")
-        self.emit(f"let k2 = min(n_k, k1 + {step}u);", 2)
-        self.emit(f"for (var k0 = k1; k0 < k2; k0 = k0 + {t.tk}u) {{", 2)
-        self._tile("a", "sa", t.tm, t.tk, "m", "a_m", t.threads, acc_t)
-        self._tile("b", "sb", t.tn, t.tk, "n", "b_n", t.threads, acc_t)
-        self.emit("workgroupBarrier();", 3)
-        self.emit(f"for (var kk = 0u; kk < {t.tk}u; kk = kk + 1u) {{", 3)
-        for i in range(t.rm):
-            self.emit(f"let x{i} = sa[kk * {t.tm}u + ty * {t.rm}u + {i}u];", 4)
-        for j in range(t.rn):
-            self.emit(f"let y{j} = sb[kk * {t.tn}u + tx * {t.rn}u + {j}u];", 4)
-        for i in range(t.rm):
-            for j in range(t.rn):
-                e = i * t.rn + j
-                self.emit(f"acc[{e}] = acc[{e}] + x{i} * y{j};", 4)
-        self.emit("}", 3)
-        self.emit("workgroupBarrier();", 3)
-        self.emit("}", 2)
-        self.emit("}")
-        for e in range(t.rm * t.rn):  # unrolled: acc stays in registers
-            self.emit("{")
-            self.emit(f"let c{m_d} = row0 + ty * {t.rm}u + {e // t.rn}u;", 2)
-            self.emit(f"let c{n_d} = col0 + tx * {t.rn}u + {e % t.rn}u;", 2)
-            self.emit(f"if (c{m_d} < n_m && c{n_d} < n_n) {{", 2)
-            self.emit(f"let c{k_d} = 0u;", 3)
-            self.emit(f"let res = acc[{e}];", 3)
-            self.level(Level.OUT, 3, list(range(k.rank)), (Level.OUT,))
-            self.emit(f"let row = (batch * n_m + c{m_d}) * n_n + c{n_d};", 3)
-            for j, st in enumerate(k.stores):
-                if st.level is Level.OUT:
-                    self.store(j, "row", 3)
-            self.emit("}", 2)
-            self.emit("}")
-        self.emit("}", 0)
-
-    def _tile(self, op: str, shared: str, size: int, tk: int, axis: str, stride: str,
-              threads: int, acc_t: str) -> None:
-        """Stage operand ``op``'s ``size`` x ``tk`` slice of this K step, k-major, zero
-        outside the matrix; consecutive threads read consecutive k (A) or n (B)."""
-        origin = "row0" if op == "a" else "col0"
-        bound = "n_m" if op == "a" else "n_n"
-        self.emit(f"for (var e = lid; e < {size * tk}u; e = e + {threads}u) {{", 3)
-        if op == "a":
-            self.emit(f"let {axis} = e / {tk}u; let kk = e % {tk}u;", 4)
-        else:
-            self.emit(f"let kk = e / {size}u; let {axis} = e % {size}u;", 4)
-        self.emit(f"let g = {origin} + {axis}; let gk = k0 + kk;", 4)
-        self.emit(f"var v = {acc_t}(0);", 4)
-        src = "in0" if op == "a" else "in1"
-        self.emit(f"if (g < {bound} && gk < n_k) {{ v = {src}[u32({op}_base + i32(g) * {stride}"
-                  f" + i32(gk) * {op}_k)]; }}", 4)
-        self.emit(f"{shared}[kk * {size}u + {axis}] = v;", 4)
-        self.emit("}", 3)
-
-
-def render(kernel: Kernel, workgroup: int, subgroups: bool = False,
-           tiles: MatmulTiles | None = None) -> str:
-    """The WGSL text of one kernel; ``subgroups``: the adapter has subgroup operations;
-    ``tiles``: the schedule of a matmul kernel."""
+def render(kernel: Kernel, workgroup: int, subgroups: bool = False) -> str:
+    """The WGSL text of one element-wise or reduction kernel; ``subgroups``: the adapter
+    has subgroup operations (matmul kernels: :mod:`.matmul_render`)."""
+    assert not kernel.matmul
     w = _Writer(kernel, workgroup, subgroups)
     w.declare()
-    if kernel.matmul:
-        assert tiles is not None
-        w.matmul(tiles)
-    elif kernel.reduce is None:
+    if kernel.reduce is None:
         w.elementwise()
     else:
         w.reduction()
