@@ -10,14 +10,27 @@ from ._env import ensure_runtime_dir as _ensure_runtime_dir
 _ensure_runtime_dir()  # before any wgpu driver loads: silences Mesa's XDG_RUNTIME_DIR errors
 
 from .custom import elementwise_op
-from .creation import (arange, full, full_like, ones, ones_like, rand, randn, tensor, zeros,
-                       zeros_like)
+from .creation import (arange, empty, empty_like, eye, full, full_like, linspace, ones,
+                       ones_like, rand, randn, tensor, zeros, zeros_like)
 from .device import Device, default_device, open_device
 from .dtype import DType, bool_, float32, int32, uint32
 from .errors import (AsyncFusionError, AxisError, IndexingError, BlockingCallError, DataError,
                      DeviceClosedError, DeviceLostError, DeviceMismatchError, DTypeError,
                      ExecutionError, LimitError, NoAdapterError, ShapeError)
-from .interop import asarray
+from .interop import asarray, from_dlpack
+from .manipulation import (broadcast_arrays, count_nonzero, cumulative_prod, cumulative_sum,
+                           diff, expand_dims, meshgrid, moveaxis, permute_dims, repeat, roll,
+                           tile, tril, triu, unstack, vecdot)
+from .namespace import (__array_namespace_info__, astype, can_cast, e, finfo, iinfo, inf,
+                        isdtype, nan, newaxis, pi, result_type)
+from .elementwise_api import (acos, acosh, add, asin, asinh, atan, atan2, atanh, bitwise_and,
+                              bitwise_invert, bitwise_left_shift, bitwise_or,
+                              bitwise_right_shift, bitwise_xor, conj, copysign, cosh, divide,
+                              equal, expm1, greater, greater_equal, hypot, imag, less,
+                              less_equal, log1p, log2, log10, logaddexp, logical_and,
+                              logical_not, logical_or, logical_xor, multiply, negative,
+                              nextafter, not_equal, positive, pow, real, reciprocal, signbit,
+                              sinh, subtract, tan, trunc)
 from .stream import StreamId
 from .reductions import (clip, gelu, layer_norm, log_softmax, logsumexp, mean, silu,
                          softmax, var)
@@ -39,6 +52,19 @@ __all__ = [
     "isnan", "isinf", "isfinite", "floor_divide", "remainder", "exp", "log", "sqrt", "abs",
     "sin", "cos", "tanh", "sigmoid", "relu",
     "zeros_like", "ones_like", "full_like",
+    "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and",
+    "bitwise_invert", "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
+    "conj", "copysign", "cosh", "divide", "equal", "expm1", "greater", "greater_equal",
+    "hypot", "imag", "less", "less_equal", "log1p", "log2", "log10", "logaddexp",
+    "logical_and", "logical_not", "logical_or", "logical_xor", "multiply", "negative",
+    "nextafter", "not_equal", "positive", "pow", "real", "reciprocal", "signbit", "sinh",
+    "subtract", "tan", "trunc",
+    "empty", "empty_like", "eye", "linspace", "from_dlpack",
+    "broadcast_arrays", "count_nonzero", "cumulative_prod", "cumulative_sum", "diff",
+    "expand_dims", "meshgrid", "moveaxis", "permute_dims", "repeat", "roll", "tile", "tril",
+    "triu", "unstack", "vecdot",
+    "astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
+    "e", "inf", "nan", "newaxis", "pi",
     "float32", "int32", "uint32", "bool_",
     "tracing", "take_launches",
     "AsyncFusionError", "ShapeError", "IndexingError", "DTypeError", "DeviceMismatchError", "AxisError",
