@@ -18,7 +18,7 @@ from .errors import (AsyncFusionError, AxisError, IndexingError, BlockingCallErr
                      DeviceClosedError, DeviceLostError, DeviceMismatchError, DTypeError,
                      ExecutionError, LimitError, NoAdapterError, ShapeError)
 from .interop import asarray, from_dlpack
-from .manipulation import (broadcast_arrays, count_nonzero, cumulative_prod, cumulative_sum,
+from .manipulation import (broadcast_arrays, broadcast_shapes, count_nonzero, isin, cumulative_prod, cumulative_sum,
                            diff, expand_dims, meshgrid, moveaxis, permute_dims, repeat, roll,
                            tile, tril, triu, unstack, vecdot)
 from .namespace import (__array_namespace_info__, astype, can_cast, e, finfo, iinfo, inf,
@@ -60,7 +60,7 @@ __all__ = [
     "nextafter", "not_equal", "positive", "pow", "real", "reciprocal", "signbit", "sinh",
     "subtract", "tan", "trunc",
     "empty", "empty_like", "eye", "linspace", "from_dlpack",
-    "broadcast_arrays", "count_nonzero", "cumulative_prod", "cumulative_sum", "diff",
+    "broadcast_arrays", "broadcast_shapes", "isin", "count_nonzero", "cumulative_prod", "cumulative_sum", "diff",
     "expand_dims", "meshgrid", "moveaxis", "permute_dims", "repeat", "roll", "tile", "tril",
     "triu", "unstack", "vecdot",
     "astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type",

@@ -178,10 +178,10 @@ def eye(n_rows: int, n_cols: int | None = None, *, k: int = 0, dtype: Any = None
         device: Any = None) -> Tensor:
     """Ones on diagonal ``k`` of an ``n_rows`` x ``n_cols`` matrix, zeros elsewhere."""
     dt = as_dtype(dtype) if dtype is not None else DType.float32
-    shape = _shape((n_rows, n_rows if n_cols is None else n_cols))
+    rows, cols = _shape((n_rows, n_rows if n_cols is None else n_cols))
     device = _device(device)
-    _check_size(shape, device, "eye()", dt)
-    return from_numpy_array(np.eye(*shape, k=k, dtype=dt.np), device)
+    _check_size((rows, cols), device, "eye()", dt)
+    return from_numpy_array(np.eye(rows, cols, k=k, dtype=dt.np), device)
 
 
 def linspace(start: float, stop: float, /, num: int, *, dtype: Any = None,

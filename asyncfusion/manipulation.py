@@ -19,12 +19,13 @@ from .creation import arange, full
 from .dtype import DType, as_dtype
 from .errors import AxisError, DTypeError, ShapeError
 from .reductions import reduce
-from .tensor import Tensor, broadcast_shapes, cat, elementwise, normalize_axis, where
+from .tensor import broadcast_shapes as broadcast_shapes_of
+from .tensor import Tensor, cat, elementwise, normalize_axis, where
 from .views import broadcast_to, permute, reshape, unsqueeze
 
 __all__ = ["moveaxis", "expand_dims", "permute_dims", "unstack", "broadcast_arrays",
            "meshgrid", "tile", "repeat", "roll", "diff", "tril", "triu", "count_nonzero",
-           "vecdot", "cumulative_sum", "cumulative_prod"]
+           "vecdot", "cumulative_sum", "cumulative_prod", "broadcast_shapes", "isin"]
 
 
 def _tensor(x: Any, what: str) -> Tensor:
@@ -38,7 +39,7 @@ def _zero(dtype: DType) -> bool | int | float:
 
 
 def _seq(v: int | Sequence[int]) -> tuple[int, ...]:
-    return tuple(v) if isinstance(v, (tuple, list)) else (int(v),)
+    return tuple(v) if isinstance(v, Sequence) else (int(v),)
 
 
 def _take(x: Tensor, axis: int, part: slice) -> Tensor:
@@ -79,11 +80,25 @@ def unstack(x: Tensor, /, *, axis: int = 0) -> tuple[Tensor, ...]:
 
 def broadcast_arrays(*arrays: Tensor) -> list[Tensor]:
     """The tensors broadcast to their common shape (views)."""
-    shape: tuple[int, ...] = ()
-    for a in arrays:
-        shape = broadcast_shapes(shape, _tensor(a, "broadcast_arrays").shape,
-                                 "broadcast_arrays")
+    shape = broadcast_shapes(*(_tensor(a, "broadcast_arrays").shape for a in arrays))
     return [broadcast_to(a, shape) for a in arrays]
+
+
+def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape that tensors of these shapes broadcast to."""
+    out: tuple[int, ...] = ()
+    for s in shapes:
+        out = broadcast_shapes_of(out, tuple(s), "broadcast_shapes")
+    return out
+
+
+def isin(x1: Tensor, x2: Tensor, /, *, invert: bool = False) -> Tensor:
+    """Whether each element of ``x1`` occurs in ``x2`` (one fused comparison and any-
+    reduction over x1.size * x2.size pairs)."""
+    _tensor(x1, "isin")
+    _tensor(x2, "isin")
+    hit = reduce("any", unsqueeze(x1, -1) == reshape(x2, (-1,)), -1)
+    return ~hit if invert else hit
 
 
 def meshgrid(*arrays: Tensor, indexing: str = "xy") -> list[Tensor]:
@@ -122,12 +137,13 @@ def tile(x: Tensor, repetitions: Sequence[int], /) -> Tensor:
     return reshape(grid, tuple(r * s for r, s in zip(reps, shape)))
 
 
-def repeat(x: Tensor, repeats: int | Sequence[int], /, *, axis: int | None = None) -> Tensor:
+def repeat(x: Tensor, repeats: int | Sequence[int] | Tensor, /, *, axis: int | None = None
+           ) -> Tensor:
     """Each element repeated ``repeats`` times along ``axis`` (``x`` flattened when None);
     ``repeats`` an int or one int per element (host values: a tensor of counts would make
     the output shape depend on data, so read it first)."""
     x = _tensor(x, "repeat")
-    if type(repeats) is Tensor:
+    if isinstance(repeats, Tensor):
         raise TypeError("repeat: repeats must be an int or a list of ints known on the host "
                         "(the output shape depends on them); read the tensor first with "
                         "'await repeats.to_data()'")
@@ -218,14 +234,17 @@ def count_nonzero(x: Tensor, /, *, axis: Any = None, keepdims: bool = False) -> 
 
 def vecdot(x1: Tensor, x2: Tensor, /, *, axis: int = -1) -> Tensor:
     """Dot products along ``axis`` of the broadcast operands (one fused reduction)."""
-    _tensor(x1, "vecdot"), _tensor(x2, "vecdot")
+    _tensor(x1, "vecdot")
+    _tensor(x2, "vecdot")
     if DType.bool in (x1.dtype, x2.dtype):
         raise DTypeError("vecdot: not defined for bool tensors; cast with .astype(...) first")
-    shape = broadcast_shapes(x1.shape, x2.shape, "vecdot")
+    shape = broadcast_shapes(x1.shape, x2.shape)
     ax = normalize_axis(axis, len(shape), "vecdot")
-    if x1.shape[ax - len(shape)] != x2.shape[ax - len(shape)]:
-        raise ShapeError(f"vecdot: axis {axis} has sizes {x1.shape[ax - len(shape)]} and "
-                         f"{x2.shape[ax - len(shape)]} in shapes {x1.shape} and {x2.shape}")
+    n1, n2 = ((1,) * (len(shape) - x.ndim) + x.shape for x in (x1, x2))
+    if n1[ax] != n2[ax]:
+        raise ShapeError(f"vecdot: axis {axis} has sizes {n1[ax]} and {n2[ax]} in shapes "
+                         f"{x1.shape} and {x2.shape}; they must be equal (no broadcasting "
+                         "along the reduced axis)")
     return reduce("sum", x1 * x2, ax)
 
 

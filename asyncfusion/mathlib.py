@@ -103,6 +103,7 @@ fn af_log_f32(x: f32) -> f32 {{
 """, 1),
     # expm1(x) = 2^k (expm1(r) + 1) - 1 with x = k ln2 + r; Taylor to r^8 on |r| <= ln2/2.
     "af_expm1": ("""fn af_expm1_f32(x: f32) -> f32 {
+  if (x == 0.0) { return x; }
   if (!(x <= 88.0)) { return af_exp_f32(x); }
   if (x < -17.0) { return -1.0; }
   let k = round(x * 1.442695);

@@ -95,7 +95,7 @@ def iinfo(type: Any, /) -> iinfo_object:  # noqa: A002 - the standard's name
     dt = _dtype_of(type)
     if not dt.is_int:
         raise DTypeError(f"iinfo: {dt.label} is not an integer dtype; use finfo for floats")
-    i = np.iinfo(dt.np)
+    i = np.iinfo(np.int32 if dt is DType.int32 else np.uint32)
     return iinfo_object(i.bits, int(i.max), int(i.min), dt)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-# The functions of the Array API standard (2023.12), by section.
+# The functions of the Array API standard (2024.12), by section.
 STANDARD: dict[str, tuple[str, ...]] = {
     "Creation": ("arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full",
                  "full_like", "linspace", "meshgrid", "ones", "ones_like", "tril", "triu",
@@ -24,18 +24,20 @@ STANDARD: dict[str, tuple[str, ...]] = {
         "greater_equal", "hypot", "imag", "isfinite", "isinf", "isnan", "less", "less_equal",
         "log", "log1p", "log2", "log10", "logaddexp", "logical_and", "logical_not",
         "logical_or", "logical_xor", "maximum", "minimum", "multiply", "negative",
-        "not_equal", "positive", "pow", "real", "remainder", "round", "sign", "signbit", "sin",
+        "nextafter", "not_equal", "positive", "pow", "real", "reciprocal", "remainder", "round",
+        "sign", "signbit", "sin",
         "sinh", "square", "sqrt", "subtract", "tan", "tanh", "trunc"),
-    "Indexing": ("take",),
+    "Indexing": ("take", "take_along_axis"),
     "Linear algebra": ("matmul", "matrix_transpose", "tensordot", "vecdot"),
     "Manipulation": ("broadcast_arrays", "broadcast_to", "concat", "expand_dims", "flip",
                      "moveaxis", "permute_dims", "repeat", "reshape", "roll", "squeeze",
                      "stack", "tile", "unstack"),
-    "Searching": ("argmax", "argmin", "nonzero", "searchsorted", "where"),
+    "Searching": ("argmax", "argmin", "count_nonzero", "nonzero", "searchsorted", "where"),
     "Sets": ("unique_all", "unique_counts", "unique_inverse", "unique_values"),
     "Sorting": ("argsort", "sort"),
-    "Statistics": ("cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var"),
-    "Utilities": ("all", "any"),
+    "Statistics": ("cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std",
+                   "sum", "var"),
+    "Utilities": ("all", "any", "diff"),
 }
 
 # Array API name -> asyncfusion's name for the same function.
