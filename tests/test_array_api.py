@@ -1,6 +1,6 @@
 """The Array API surface: the standard's names, the namespace and its dtype queries, and
 each element-wise function against array-api-strict (numpy under the standard's rules),
-special cases included, fused and plain alike."""
+special cases included, fused, plain and on the numpy reference backend."""
 
 from __future__ import annotations
 
@@ -173,14 +173,14 @@ def agree(name: str, results: list[np.ndarray], want: np.ndarray) -> None:
 
 
 @pytest.mark.parametrize("name", FLOAT_UNARY)
-async def test_float_unary_special_cases(dev, plain, name):
-    agree(name, await run([dev, plain], name, SPECIAL), strict(name, SPECIAL))
+async def test_float_unary_special_cases(dev, plain, ref, name):
+    agree(name, await run([dev, plain, ref], name, SPECIAL), strict(name, SPECIAL))
 
 
 @pytest.mark.parametrize("name", FLOAT_BINARY)
-async def test_float_binary_special_cases(dev, plain, name):
+async def test_float_binary_special_cases(dev, plain, ref, name):
     a, b = (np.array(v, dtype=np.float32) for v in zip(*itertools.product(SPECIAL, SPECIAL)))
-    agree(name, await run([dev, plain], name, a, b), strict(name, a, b))
+    agree(name, await run([dev, plain, ref], name, a, b), strict(name, a, b))
 
 
 floats = st.floats(width=32, allow_subnormal=False)
@@ -190,10 +190,10 @@ float_arrays = st.lists(floats, min_size=1, max_size=17).map(
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(x=float_arrays, y=float_arrays, name=st.sampled_from(FLOAT_UNARY + FLOAT_BINARY))
-async def test_float_functions_match_array_api_strict(dev, plain, x, y, name):
+async def test_float_functions_match_array_api_strict(dev, plain, ref, x, y, name):
     arity = 2 if name in FLOAT_BINARY else 1
     args = (x, np.resize(y, x.shape))[:arity]
-    agree(name, await run([dev, plain], name, *args), strict(name, *args))
+    agree(name, await run([dev, plain, ref], name, *args), strict(name, *args))
 
 
 ints = st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=17)
@@ -202,7 +202,7 @@ ints = st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=17)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(a=ints, b=ints, name=st.sampled_from(INT_UNARY + INT_BINARY),
        dtype=st.sampled_from([np.int32, np.uint32]))
-async def test_integer_functions_match_array_api_strict(dev, plain, a, b, name, dtype):
+async def test_integer_functions_match_array_api_strict(dev, plain, ref, a, b, name, dtype):
     x = np.array(a, dtype=np.uint32).view(dtype)
     args = [x]
     if name in INT_BINARY:
@@ -218,14 +218,14 @@ async def test_integer_functions_match_array_api_strict(dev, plain, a, b, name, 
         want = getattr(np, name)(x)
     else:
         want = strict(name, *args)
-    agree(name, await run([dev, plain], name, *args), want)
+    agree(name, await run([dev, plain, ref], name, *args), want)
 
 
 @pytest.mark.parametrize("name", BOOL_BINARY + ["logical_not", "bitwise_invert"])
-async def test_bool_functions(dev, plain, name):
+async def test_bool_functions(dev, plain, ref, name):
     a, b = (np.array(v) for v in zip(*itertools.product([False, True], repeat=2)))
     args = (a, b) if name != "logical_not" and name != "bitwise_invert" else (a,)
-    agree(name, await run([dev, plain], name, *args), strict(name, *args))
+    agree(name, await run([dev, plain, ref], name, *args), strict(name, *args))
 
 
 async def test_operators_take_integers_and_errors_name_the_fix(dev):
