@@ -5,10 +5,12 @@ WGSL's builtins are only loosely specified (``sin``/``cos`` to 2^-11 absolute on
 [-pi, pi]; ``atan`` to 4096 ulp; ``asinh`` and friends through ``log(x + sqrt(...))``,
 useless near 0), and GPUs implement ``exp`` as ``exp2(x * log2(e))``, whose error grows
 with |x|. So the functions here are written out: Cody-Waite reduction and Cephes
-polynomials for ``exp``/``log``, a Payne-Hanek reduction (2/pi to 256 bits, u32
-arithmetic only) for ``sin``/``cos``/``tan`` over the whole float32 range, and the inverse
-and hyperbolic functions built on them. ``tests/test_numerics_ulp.py`` measures each
-against numpy (float64, rounded) and asserts its bound; the README lists the bounds.
+polynomials for ``exp``/``log``; for ``sin``/``cos``/``tan`` a Cody-Waite reduction up to
+6433 and a Payne-Hanek one (2/pi to 256 bits, u32 arithmetic only) beyond, so the whole
+float32 range is accurate; the inverse and hyperbolic functions built on them. Division
+scales a divisor beyond 2^+-64 first: GPUs that divide as ``n * (1 / d)`` give 0 for
+``1 / d`` past 2^126. ``tests/test_numerics_ulp.py`` measures each against numpy
+(float64, rounded) and asserts its bound; the README lists the bounds.
 
 Each helper is written for scalars; ``primitives._lanes`` adds the ``vec4`` variants.
 Integer special values are handled on bits, so a compiler that flushes denormals or
@@ -133,7 +135,7 @@ fn af_log_f32(x: f32) -> f32 {{
     s = 0.5 * (e + e / (e + 1.0));
   } else {
     let e = af_exp_f32(0.5 * a);
-    s = (0.5 * e) * e;
+    s = af_half(e) * e;
   }
   return select(s, -s, (bitcast<u32>(x) >> 31u) == 1u);
 }
@@ -145,7 +147,7 @@ fn af_log_f32(x: f32) -> f32 {{
     return 0.5 * e + 0.5 / e;
   }
   let e = af_exp_f32(0.5 * a);
-  return (0.5 * e) * e;
+  return af_half(e) * e;
 }
 """, 1),
     "af_asinh": ("""fn af_asinh_f32(x: f32) -> f32 {
@@ -164,11 +166,12 @@ fn af_log_f32(x: f32) -> f32 {{
   return af_log1p_f32(t + sqrt(2.0 * t + t * t));
 }}
 """, 1),
-    "af_atanh": ("""fn af_atanh_f32(x: f32) -> f32 {
+    "af_atanh": (f"""fn af_atanh_f32(x: f32) -> f32 {{
   let a = abs(x);
+  if (a > 1.0) {{ return {_NAN}; }}
   let s = 0.5 * af_log1p_f32((a + a) / (1.0 - a));
   return select(s, -s, (bitcast<u32>(x) >> 31u) == 1u);
-}
+}}
 """, 1),
     "af_atan": ("""fn af_atan_f32(x: f32) -> f32 {
   var a = abs(x);
@@ -191,7 +194,7 @@ fn af_log_f32(x: f32) -> f32 {{
   else if (ax == 0x7f800000u || ay == 0u) {{ t = select(0.0, 3.1415927, xneg); }}
   else if (ay == 0x7f800000u || ax == 0u) {{ t = 1.5707964; }}
   else {{
-    t = af_atan_f32(abs(y) / abs(x));
+    t = af_atan_f32(af_div_f32(abs(y), abs(x)));
     if (xneg) {{ t = (3.1415927 - t) + -8.742278e-8; }}
   }}
   return select(t, -t, (bitcast<u32>(y) >> 31u) == 1u);
@@ -216,9 +219,22 @@ fn af_log_f32(x: f32) -> f32 {{
   return (1.5707964 - af_asin_f32(x)) + -4.371139e-8;
 }}
 """, 1),
-    # Payne-Hanek: |x| * 2/pi with 128 bits of 2/pi aligned to x's exponent; the product's
-    # bits 126..127 are the quadrant, the 64 below the fraction (normalized, then * pi/2 in
-    # two parts). Returns (r, n mod 4) with x = r + n pi/2, |r| <= pi/4, for |x| > pi/4.
+    # Some GPUs divide as n * (1 / d), and 1 / d flushes to 0 for |d| > 2^126 (NVIDIA):
+    # bring d's exponent into range first. And an exact halving that no compiler can
+    # reassociate into an overflowing (e * e) / 2.
+    "af_div": ("""fn af_div_f32(n: f32, d: f32) -> f32 {
+  let s = select(select(1.0, 1.8446744e19, abs(d) < 5.421011e-20), 5.421011e-20,
+                 abs(d) > 1.8446744e19);
+  return (n * s) / (d * s);
+}
+fn af_half(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) - 0x00800000u); }
+""", 2),
+    # (r, n mod 4) with |x| = r + n pi/2, |r| <= pi/4. Up to 6433 (n < 2^12), Cody-Waite
+    # with pi/2 as three 12-bit floats and a fourth (each n * piece exact, no fma needed:
+    # WGSL's fma may be unfused), kept when |r| >= 2^-20, where its error is below 2^-27
+    # relative. Otherwise Payne-Hanek: |x| * 2/pi with 128 bits of 2/pi aligned to x's
+    # exponent, whose bits 126..127 are the quadrant and the 64 below the fraction
+    # (normalized, then * pi/2 in two parts).
     "af_trig": ("""fn af_mul32(a: u32, b: u32) -> vec2<u32> {
   let al = a & 0xffffu;
   let ah = a >> 16u;
@@ -229,23 +245,33 @@ fn af_log_f32(x: f32) -> f32 {{
   let mid2 = ah * bl + (mid & 0xffffu);
   return vec2<u32>(ah * bh + (mid >> 16u) + (mid2 >> 16u), (mid2 << 16u) | (ll & 0xffffu));
 }
+fn af_2opi(i: u32) -> u32 {
+  switch i {
+    case 0u: { return 0u; }
+    case 1u: { return 0xa2f9836eu; }
+    case 2u: { return 0x4e441529u; }
+    case 3u: { return 0xfc2757d1u; }
+    case 4u: { return 0xf534ddc0u; }
+    case 5u: { return 0xdb629599u; }
+    case 6u: { return 0x3c439041u; }
+    case 7u: { return 0xfe5163abu; }
+    default: { return 0xdebbc561u; }
+  }
+}
+fn af_2opi_window(k: u32, sh: u32) -> u32 {
+  let hi = af_2opi(k);
+  return select((hi << sh) | (af_2opi(k + 1u) >> (32u - sh)), hi, sh == 0u);
+}
 fn af_trig_reduce(x: f32) -> vec2<f32> {
-  var tab = array<u32, 9>(0u, 0xa2f9836eu, 0x4e441529u, 0xfc2757d1u, 0xf534ddc0u,
-                          0xdb629599u, 0x3c439041u, 0xfe5163abu, 0xdebbc561u);
   let bits = bitcast<u32>(x) & 0x7fffffffu;
   let m = (bits & 0x7fffffu) | 0x800000u;
   let t = (bits >> 23u) - 120u;
   let k = t >> 5u;
   let sh = t & 31u;
-  var w: array<u32, 4>;
-  for (var i = 0u; i < 4u; i = i + 1u) {
-    let hi = tab[k + i];
-    w[i] = select((hi << sh) | (tab[k + i + 1u] >> (32u - sh)), hi, sh == 0u);
-  }
-  let q0 = af_mul32(m, w[0]);
-  let q1 = af_mul32(m, w[1]);
-  let q2 = af_mul32(m, w[2]);
-  let q3 = af_mul32(m, w[3]);
+  let q0 = af_mul32(m, af_2opi_window(k, sh));
+  let q1 = af_mul32(m, af_2opi_window(k + 1u, sh));
+  let q2 = af_mul32(m, af_2opi_window(k + 2u, sh));
+  let q3 = af_mul32(m, af_2opi_window(k + 3u, sh));
   let s1 = q2.y + q3.x;
   let c1 = select(0u, 1u, s1 < q2.y);
   let s2a = q1.y + q2.x;
@@ -274,6 +300,11 @@ fn af_trig_reduce(x: f32) -> vec2<f32> {
 fn af_trig_arg(x: f32) -> vec2<f32> {
   let a = abs(x);
   if (a <= 0.7853982) { return vec2<f32>(a, 0.0); }
+  if (a <= 6433.0) {
+    let j = round(a * 0.63661975);
+    let r = (((a - j * 1.5703125) - j * 0.0004837513) - j * 7.5495336e-8) - j * 2.563344e-12;
+    if (abs(r) >= 9.536743e-7) { return vec2<f32>(r, f32(u32(j) & 3u)); }
+  }
   return af_trig_reduce(a);
 }
 fn af_sin_poly(r: f32) -> f32 {
@@ -322,7 +353,7 @@ fn af_cos_poly(r: f32) -> f32 {
   let a = bitcast<f32>(max(bx, by));
   let b = bitcast<f32>(min(bx, by));
   if (a == 0.0) {{ return 0.0; }}
-  let r = b / a;
+  let r = af_div_f32(b, a);
   return a * sqrt(1.0 + r * r);
 }}
 """, 2),
@@ -355,9 +386,9 @@ fn af_cos_poly(r: f32) -> f32 {
 _NEEDS = {
     "af_log2": ("af_log",), "af_log10": ("af_log",), "af_log1p": ("af_log",),
     "af_expm1": ("af_exp",), "af_tanh": ("af_expm1", "af_exp"),
-    "af_sinh": ("af_expm1", "af_exp"), "af_cosh": ("af_exp",),
+    "af_sinh": ("af_expm1", "af_exp", "af_div"), "af_cosh": ("af_exp", "af_div"),
     "af_asinh": ("af_log1p", "af_log"), "af_acosh": ("af_log1p", "af_log"),
-    "af_atanh": ("af_log1p", "af_log"), "af_atan2": ("af_atan",), "af_acos": ("af_asin",),
+    "af_atanh": ("af_log1p", "af_log"), "af_atan2": ("af_atan", "af_div"), "af_hypot": ("af_div",), "af_acos": ("af_asin",),
     "af_sin": ("af_trig",), "af_cos": ("af_trig",), "af_tan": ("af_trig",),
     "af_logaddexp": ("af_log1p", "af_log", "af_exp"),
 }
@@ -371,10 +402,10 @@ def _math(name: str) -> tuple[Rule, tuple[str, ...]]:
     return _fn(helper), (helper,) + _NEEDS.get(helper, ())
 
 
-def _float(name: str, title: str, numpy: Callable[..., np.ndarray], arity: int = 1
-           ) -> Primitive:
+def _float(name: str, title: str, numpy: Callable[..., np.ndarray], arity: int = 1,
+           symbol: str | None = None) -> Primitive:
     rule, helpers = _math(name)
-    return Primitive(name, arity, "float", title, numpy, rule, None, helpers)
+    return Primitive(name, arity, "float", title, numpy, rule, symbol, helpers)
 
 
 def _bits(ty: Ty) -> str:
@@ -415,6 +446,7 @@ def _np_reciprocal(a: np.ndarray) -> np.ndarray:
 
 
 MATH_PRIMITIVES: tuple[Primitive, ...] = (
+    _float("div", "Div", np.true_divide, 2, "/"),
     _float("exp", "Exp", np.exp), _float("log", "Log", np.log),
     _float("sin", "Sin", np.sin), _float("cos", "Cos", np.cos), _float("tan", "Tan", np.tan),
     _float("asin", "Asin", np.arcsin), _float("acos", "Acos", np.arccos),

@@ -301,7 +301,6 @@ for _p in [
     Primitive("add", 2, "numeric", "Add", np.add, _ieee("+", "0x80000000u"), "+"),
     Primitive("sub", 2, "numeric", "Sub", np.subtract, _ieee("-", "0u"), "-"),
     Primitive("mul", 2, "numeric", "Mul", np.multiply, lambda a, ty: f"({a[0]} * {a[1]})", "*"),
-    Primitive("div", 2, "float", "Div", np.true_divide, lambda a, ty: f"({a[0]} / {a[1]})", "/"),
     Primitive("pow", 2, "numeric", "Powf", _np_pow, _fn("af_pow"), "**", ("af_pow",)),
     Primitive("floor_divide", 2, "numeric", "FloorDiv", _np_int_zero(np.floor_divide),
               _fn("af_floordiv"), "//", ("af_floordiv",)),

@@ -138,7 +138,10 @@ SPECIAL = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.
                     1e-30, 3e38, -7e20, 0.25, 100.0], dtype=np.float32)
 ULPS = 4  # numpy's own float32 functions are a few ulp off too
 # pow is the GPU's builtin (exp2(y * log2(x))), whose error grows with |y * log2(x)|
-ULPS_OF = {"pow": 32}
+# (88 ulp seen on the H200 for these operands)
+ULPS_OF = {"pow": 128}
+# the standard leaves the sign of a zero from maximum(-0.0, 0.0) unspecified
+ANY_ZERO_SIGN = {"maximum", "minimum"}
 
 
 def strict(name: str, *xs: np.ndarray) -> np.ndarray:
@@ -166,7 +169,7 @@ def agree(name: str, results: list[np.ndarray], want: np.ndarray) -> None:
         if want.dtype.kind == "f":
             err = ulp_errors(got, want)
             assert err.max() <= ULPS_OF.get(name, ULPS), (name, got, want)
-            zero = want == 0
+            zero = (want == 0) & (name not in ANY_ZERO_SIGN)
             assert (np.signbit(got[zero]) == np.signbit(want[zero])).all(), (name, got, want)
         else:
             np.testing.assert_array_equal(got, want, err_msg=name)

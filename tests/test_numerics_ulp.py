@@ -84,3 +84,15 @@ def test_sin_cos_past_where_the_builtins_break(af_device):
     for name, fn in (("sin", np.sin), ("cos", np.cos)):
         got = elementwise(name, af.tensor(x)).numpy()
         assert ulp_errors(got, reference(fn, x)).max() <= 2, (name, got)
+
+
+def test_trig_near_multiples_of_half_pi(af_device):
+    """The floats nearest to k pi/2 (and their neighbours), for k up to 2^13: where the
+    fast reduction cancels most and must hand over to the exact one."""
+    near = (np.arange(1, 2**13) * (np.pi / 2)).astype(np.float32)
+    x = np.concatenate([near, np.nextafter(near, np.float32(0)), np.nextafter(near, np.inf)])
+    for name, (fn, bound, _) in (("sin", UNARY["sin"]), ("cos", UNARY["cos"]),
+                                 ("tan", UNARY["tan"])):
+        got = elementwise(name, af.tensor(x)).numpy()
+        err = ulp_errors(got, reference(fn, x))
+        assert err.max() <= bound, (name, x[err.argmax()], err.max())
