@@ -10,8 +10,8 @@ from ._env import ensure_runtime_dir as _ensure_runtime_dir
 _ensure_runtime_dir()  # before any wgpu driver loads: silences Mesa's XDG_RUNTIME_DIR errors
 
 from .custom import elementwise_op
-from .creation import (arange, full, full_like, ones, ones_like, rand, randn, tensor, zeros,
-                       zeros_like)
+from .creation import (arange, empty, empty_like, eye, full, full_like, linspace, ones,
+                       ones_like, rand, randn, tensor, zeros, zeros_like)
 from .device import Device, default_device, open_device
 from .dtype import DType, bool_, float32, int32, uint32
 from .errors import (AsyncFusionError, AxisError, IndexingError, BlockingCallError, DataError,
@@ -19,12 +19,26 @@ from .errors import (AsyncFusionError, AxisError, IndexingError, BlockingCallErr
                      ExecutionError, LimitError, NoAdapterError, ShapeError)
 from .indexing import (argsort, gather, index_select, one_hot, sort, stack, take,
                        take_along_axis, topk)
-from .interop import asarray
-from .linalg import matmul, vecdot
+from .interop import asarray, from_dlpack
+from .linalg import matmul
+from .manipulation import (broadcast_arrays, broadcast_shapes, count_nonzero,
+                           cumulative_prod, cumulative_sum, diff, expand_dims, isin, meshgrid,
+                           moveaxis, permute_dims, repeat, roll, tile, tril, triu, unstack,
+                           vecdot)
+from .namespace import (__array_namespace_info__, astype, can_cast, e, finfo, iinfo, inf,
+                        isdtype, nan, newaxis, pi, result_type)
+from .elementwise_api import (acos, acosh, add, asin, asinh, atan, atan2, atanh, bitwise_and,
+                              bitwise_invert, bitwise_left_shift, bitwise_or,
+                              bitwise_right_shift, bitwise_xor, conj, copysign, cosh, divide,
+                              equal, expm1, greater, greater_equal, hypot, imag, less,
+                              less_equal, log1p, log2, log10, logaddexp, logical_and,
+                              logical_not, logical_or, logical_xor, multiply, negative,
+                              nextafter, not_equal, positive, pow, real, reciprocal, signbit,
+                              sinh, subtract, tan, trunc)
 from .stream import StreamId
 from .reductions import (clip, gelu, layer_norm, log_softmax, logsumexp, mean, silu,
                          softmax, var)
-from .tensor import Tensor, cat, maximum, minimum, where
+from .tensor import Tensor, cat, concat, maximum, minimum, where
 from .views import broadcast_to, contiguous, flip, permute, reshape, squeeze, unsqueeze
 from .trace import take_launches, tracing
 
@@ -34,8 +48,8 @@ __all__ = [
     "Tensor", "Device", "DType", "StreamId",
     "open_device", "default_device",
     "tensor", "asarray", "zeros", "ones", "full", "arange", "rand", "randn",
-    "where", "minimum", "maximum", "cat", "elementwise_op",
-    "matmul", "vecdot", "take", "take_along_axis", "gather", "index_select", "stack", "one_hot",
+    "where", "minimum", "maximum", "cat", "concat", "elementwise_op",
+    "matmul", "take", "take_along_axis", "gather", "index_select", "stack", "one_hot",
     "topk", "sort", "argsort",
     "softmax", "log_softmax", "logsumexp", "layer_norm", "gelu", "silu", "clip", "mean",
     "var", "std", "sum", "prod", "max", "min", "any", "all", "argmax", "argmin",
@@ -44,6 +58,19 @@ __all__ = [
     "isnan", "isinf", "isfinite", "floor_divide", "remainder", "exp", "log", "sqrt", "abs",
     "sin", "cos", "tanh", "sigmoid", "relu",
     "zeros_like", "ones_like", "full_like",
+    "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and",
+    "bitwise_invert", "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor",
+    "conj", "copysign", "cosh", "divide", "equal", "expm1", "greater", "greater_equal",
+    "hypot", "imag", "less", "less_equal", "log1p", "log2", "log10", "logaddexp",
+    "logical_and", "logical_not", "logical_or", "logical_xor", "multiply", "negative",
+    "nextafter", "not_equal", "positive", "pow", "real", "reciprocal", "signbit", "sinh",
+    "subtract", "tan", "trunc",
+    "empty", "empty_like", "eye", "linspace", "from_dlpack",
+    "broadcast_arrays", "broadcast_shapes", "isin", "count_nonzero", "cumulative_prod", "cumulative_sum", "diff",
+    "expand_dims", "meshgrid", "moveaxis", "permute_dims", "repeat", "roll", "tile", "tril",
+    "triu", "unstack", "vecdot",
+    "astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
+    "e", "inf", "nan", "newaxis", "pi",
     "float32", "int32", "uint32", "bool_",
     "tracing", "take_launches",
     "AsyncFusionError", "ShapeError", "IndexingError", "DTypeError", "DeviceMismatchError", "AxisError",

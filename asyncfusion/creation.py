@@ -15,7 +15,7 @@ from .ir import InitOp
 from .tensor import Tensor, _check_size, check_dims
 
 __all__ = ["tensor", "zeros", "ones", "full", "arange", "rand", "randn", "from_numpy_array",
-           "zeros_like", "ones_like", "full_like"]
+           "zeros_like", "ones_like", "full_like", "empty", "empty_like", "eye", "linspace"]
 
 _RANGES = {DType.int32: (-(2**31), 2**31 - 1), DType.uint32: (0, 2**32 - 1)}
 
@@ -163,3 +163,35 @@ def zeros_like(x: Tensor, dtype: Any = None, *, device: Any = None) -> Tensor:
 
 def ones_like(x: Tensor, dtype: Any = None, *, device: Any = None) -> Tensor:
     return full_like(x, 1, dtype, device=device)
+
+
+def empty(shape: Any, dtype: Any = DType.float32, *, device: Any = None) -> Tensor:
+    """A tensor of ``shape`` (filled with 0: an upload costs the same either way)."""
+    return zeros(shape, dtype, device=device)
+
+
+def empty_like(x: Tensor, dtype: Any = None, *, device: Any = None) -> Tensor:
+    return full_like(x, 0, dtype, device=device)
+
+
+def eye(n_rows: int, n_cols: int | None = None, *, k: int = 0, dtype: Any = None,
+        device: Any = None) -> Tensor:
+    """Ones on diagonal ``k`` of an ``n_rows`` x ``n_cols`` matrix, zeros elsewhere."""
+    dt = as_dtype(dtype) if dtype is not None else DType.float32
+    rows, cols = _shape((n_rows, n_rows if n_cols is None else n_cols))
+    device = _device(device)
+    _check_size((rows, cols), device, "eye()", dt)
+    return from_numpy_array(np.eye(rows, cols, k=k, dtype=dt.np), device)
+
+
+def linspace(start: float, stop: float, /, num: int, *, dtype: Any = None,
+             device: Any = None, endpoint: bool = True) -> Tensor:
+    """``num`` evenly spaced values from ``start`` to ``stop`` (float32 by default),
+    computed in float64 on the host as numpy does, then rounded."""
+    if isinstance(start, complex) or isinstance(stop, complex):
+        raise DataError("linspace: asyncfusion has no complex dtype")
+    dt = as_dtype(dtype) if dtype is not None else DType.float32
+    device = _device(device)
+    _check_size(_shape(num), device, "linspace()", dt)
+    values = np.linspace(start, stop, num, endpoint=endpoint)
+    return tensor(values if dt.is_float else np.trunc(values), dt, device=device)

@@ -17,7 +17,7 @@ from .dtype import as_dtype
 from .errors import DataError, DeviceMismatchError
 from .tensor import Tensor
 
-__all__ = ["asarray"]
+__all__ = ["asarray", "from_dlpack"]
 
 _DLPACK_CPU = 1  # DLDeviceType kDLCPU
 _DLPACK_DEVICES = {2: "CUDA", 3: "CUDA host", 4: "OpenCL", 7: "Vulkan", 8: "Metal", 10: "ROCm",
@@ -71,3 +71,12 @@ def _from_dlpack(obj: Any) -> np.ndarray:
             return np.asarray(obj)
         raise DataError(f"asarray: numpy could not import the {type(obj).__name__} through "
                         f"DLPack ({exc}); pass a numpy array instead") from exc
+
+
+def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Tensor:
+    """A tensor from an object with a host ``__dlpack__`` (its data is copied to the
+    device: ``copy=False`` is refused)."""
+    if not hasattr(x, "__dlpack__"):
+        raise TypeError(f"from_dlpack: {type(x).__name__} has no __dlpack__ method; use "
+                        "asarray() for lists and arrays")
+    return asarray(x, device=device, copy=copy)

@@ -17,7 +17,7 @@ from .errors import DeviceMismatchError, DTypeError, ShapeError
 from .ir import MatmulOp
 from .tensor import Tensor, _check_size, broadcast_shapes
 
-__all__ = ["matmul", "vecdot"]
+__all__ = ["matmul"]
 
 
 def matmul(a: Any, b: Any) -> Tensor:
@@ -61,7 +61,3 @@ def matmul(a: Any, b: Any) -> Tensor:
         out = out.squeeze(-1)
     return out
 
-
-def vecdot(a: Tensor, b: Tensor, axis: int = -1) -> Tensor:
-    """Dot products of ``a`` and ``b`` along ``axis`` (the Array API's ``vecdot``)."""
-    return (a * b).sum(axis)

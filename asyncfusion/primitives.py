@@ -54,7 +54,9 @@ class Primitive:
     ``rule`` is the dtype rule: ``numeric`` (any non-bool dtype, result in the common
     dtype), ``float`` (computed in float32), ``compare`` (common dtype in, bool out),
     ``logical`` (bool in, bool out), ``predicate`` (any non-bool in, bool out), ``where``
-    (bool condition, common dtype of the rest), ``cast`` (dtype given by the op).
+    (bool condition, common dtype of the rest), ``cast`` (dtype given by the op),
+    ``integer`` (int32/uint32 only) and ``bitwise`` (integers or bool), both in the
+    common dtype.
     ``helpers`` names WGSL functions (in :data:`HELPERS`) the rule calls.
     """
 
@@ -152,18 +154,6 @@ def _ieee(op: str, flip: str) -> Rule:
         return (f"select({expr}, {nan}, {isnan(a[0], ty.vec4)} | {isnan(a[1], ty.vec4)} | "
                 f"{cancel})")
     return rule
-
-
-def _tanh(a: list[str], ty: Ty) -> str:
-    """tanh: the builtin (exp-based, clamped to stay finite) loses all accuracy near 0,
-    so |x| < 0.1 uses the odd series to x^7 (error below float32 rounding there)."""
-    x, c = a[0], ty.const
-    x2 = f"({x} * {x})"
-    series = (f"({x} * ({c('1.0')} + {x2} * ({c('-0.33333334')} + {x2} * ({c('0.13333334')}"
-              f" + {x2} * {c('-0.053968254')}))))")
-    big = f"tanh(clamp({x}, {c('-10.0')}, {c('10.0')}))"
-    return (f"select(select({big}, {series}, abs({x}) < {c('0.1')}), {x}, "
-            f"{isnan(x, ty.vec4)})")
 
 
 def _same(fl: Rule) -> Rule:
@@ -311,7 +301,6 @@ for _p in [
     Primitive("add", 2, "numeric", "Add", np.add, _ieee("+", "0x80000000u"), "+"),
     Primitive("sub", 2, "numeric", "Sub", np.subtract, _ieee("-", "0u"), "-"),
     Primitive("mul", 2, "numeric", "Mul", np.multiply, lambda a, ty: f"({a[0]} * {a[1]})", "*"),
-    Primitive("div", 2, "float", "Div", np.true_divide, lambda a, ty: f"({a[0]} / {a[1]})", "/"),
     Primitive("pow", 2, "numeric", "Powf", _np_pow, _fn("af_pow"), "**", ("af_pow",)),
     Primitive("floor_divide", 2, "numeric", "FloorDiv", _np_int_zero(np.floor_divide),
               _fn("af_floordiv"), "//", ("af_floordiv",)),
@@ -337,14 +326,9 @@ for _p in [
     Primitive("floor", 1, "numeric", "Floor", _np_keep_int(np.floor), _same(_unary("floor"))),
     Primitive("ceil", 1, "numeric", "Ceil", _np_keep_int(np.ceil), _same(_unary("ceil"))),
     Primitive("round", 1, "numeric", "Round", _np_keep_int(np.round), _same(_unary("round"))),
-    Primitive("exp", 1, "float", "Exp", np.exp, _unary("exp")),
-    Primitive("log", 1, "float", "Log", np.log, _unary("log")),
     Primitive("sqrt", 1, "float", "Sqrt", np.sqrt, _unary("sqrt")),
     Primitive("rsqrt", 1, "float", "Rsqrt", lambda a: np.float32(1) / np.sqrt(a),
               lambda a, ty: f"({ty.const('1.0')} / sqrt({a[0]}))"),
-    Primitive("sin", 1, "float", "Sin", np.sin, _unary("sin")),
-    Primitive("cos", 1, "float", "Cos", np.cos, _unary("cos")),
-    Primitive("tanh", 1, "float", "Tanh", np.tanh, _tanh),
     Primitive("sigmoid", 1, "float", "Sigmoid",
               lambda a: np.float32(1) / (np.float32(1) + np.exp(-a)),
               lambda a, ty: f"({ty.const('1.0')} / ({ty.const('1.0')} + exp(-{a[0]})))"),
@@ -446,3 +430,6 @@ REDUCTIONS: dict[str, Reduction] = {r.name: r for r in [
     Reduction("argmax", "ArgMax", _np_arg(np.argmax), None, _lowest, arg=True),
     Reduction("argmin", "ArgMin", _np_arg(np.argmin), None, _highest, arg=True),
 ]}
+
+
+from . import mathlib as _mathlib  # noqa: E402,F401 - registers the accurate math functions

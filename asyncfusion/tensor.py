@@ -20,7 +20,7 @@ from .errors import (AxisError, BlockingCallError, DeviceMismatchError, DTypeErr
 from .ir import CatOp, ElementwiseOp, Layout, ScalarIr, TensorIr, TensorStatus, numel
 from .primitives import PRIMITIVES
 
-__all__ = ["Tensor", "elementwise", "where", "minimum", "maximum", "cat"]
+__all__ = ["Tensor", "elementwise", "where", "minimum", "maximum", "cat", "concat"]
 
 _ids = itertools.count(1)
 _REPR_VALUES = 1000  # results up to this many elements are kept for repr (numpy's threshold)
@@ -258,6 +258,14 @@ class Tensor:
             return "running"
         return "failed" if isinstance(handle, Poison) else "on device"
 
+    def __array_namespace__(self, *, api_version: str | None = None) -> Any:
+        """The ``asyncfusion`` module: the Array API namespace of this tensor."""
+        if api_version not in (None, "2023.12", "2024.12"):
+            raise ValueError(f"__array_namespace__: api_version {api_version!r} is not "
+                             "supported; use None, '2023.12' or '2024.12'")
+        import asyncfusion
+        return asyncfusion
+
     # -- element-wise operators ----------------------------------------------------------
     def __add__(self, o: Any) -> Tensor: return elementwise("add", self, o)
     def __radd__(self, o: Any) -> Tensor: return elementwise("add", o, self)
@@ -277,11 +285,18 @@ class Tensor:
     def __le__(self, o: Any) -> Tensor: return elementwise("le", self, o)
     def __gt__(self, o: Any) -> Tensor: return elementwise("gt", self, o)
     def __ge__(self, o: Any) -> Tensor: return elementwise("ge", self, o)
-    def __and__(self, o: Any) -> Tensor: return elementwise("logical_and", self, o)
-    def __rand__(self, o: Any) -> Tensor: return elementwise("logical_and", o, self)
-    def __or__(self, o: Any) -> Tensor: return elementwise("logical_or", self, o)
-    def __ror__(self, o: Any) -> Tensor: return elementwise("logical_or", o, self)
-    def __invert__(self) -> Tensor: return elementwise("logical_not", self)
+    def __and__(self, o: Any) -> Tensor: return elementwise("bitwise_and", self, o)
+    def __rand__(self, o: Any) -> Tensor: return elementwise("bitwise_and", o, self)
+    def __or__(self, o: Any) -> Tensor: return elementwise("bitwise_or", self, o)
+    def __ror__(self, o: Any) -> Tensor: return elementwise("bitwise_or", o, self)
+    def __xor__(self, o: Any) -> Tensor: return elementwise("bitwise_xor", self, o)
+    def __rxor__(self, o: Any) -> Tensor: return elementwise("bitwise_xor", o, self)
+    def __invert__(self) -> Tensor: return elementwise("bitwise_invert", self)
+    def __lshift__(self, o: Any) -> Tensor: return elementwise("bitwise_left_shift", self, o)
+    def __rlshift__(self, o: Any) -> Tensor: return elementwise("bitwise_left_shift", o, self)
+    def __rshift__(self, o: Any) -> Tensor: return elementwise("bitwise_right_shift", self, o)
+    def __rrshift__(self, o: Any) -> Tensor: return elementwise("bitwise_right_shift", o, self)
+    def __pos__(self) -> Tensor: return elementwise("positive", self)
     def __matmul__(self, o: Any) -> Tensor: return _linalg.matmul(self, o)
     def __rmatmul__(self, o: Any) -> Tensor: return _linalg.matmul(o, self)
 
@@ -428,6 +443,14 @@ def _compute_dtype(op: str, rule: str, dtypes: list[DType], what: str) -> tuple[
             raise DTypeError(f"{what} is not defined for bool tensors; cast with "
                              ".astype(asyncfusion.float32) first")
         return DType.float32, DType.float32
+    if rule == "integer" and not common.is_int:
+        raise DTypeError(f"{what} needs integer tensors, got {common.label}; cast with "
+                         ".astype(asyncfusion.int32) first")
+    if rule == "bitwise" and common.is_float:
+        raise DTypeError(f"{what} needs integer or bool tensors, got {common.label}; cast "
+                         "with .astype(asyncfusion.int32), or compare first (x > 0)")
+    if rule in ("integer", "bitwise"):
+        return common, common
     if rule == "compare":
         return common, DType.bool
     if rule == "predicate":
@@ -602,6 +625,14 @@ def cat(tensors: list[Tensor] | tuple[Tensor, ...], axis: int = 0) -> Tensor:
     first.device.register(CatOp(tuple(t.ir() for t in tensors), ax, out_ir),
                           tuple(t.id for t in tensors), out_ir)
     return out
+
+
+
+def concat(arrays: list[Tensor] | tuple[Tensor, ...], /, *, axis: int | None = 0) -> Tensor:
+    """The Array API's ``concat``: :func:`cat`; ``axis=None`` joins the flattened arrays."""
+    if axis is None:
+        return cat([t.reshape(-1) if type(t) is Tensor else t for t in arrays], 0)
+    return cat(arrays, axis)
 
 
 from . import reductions as _red  # noqa: E402 - they build on Tensor

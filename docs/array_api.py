@@ -2,15 +2,15 @@
 
 ``docs/hooks.py`` puts :func:`table` into ``array-api.md`` at build time; the test suite
 checks it against the package. A name counts as covered when ``asyncfusion`` exports a
-function of that name (or of its asyncfusion spelling, ``ALIASES``), and as partly covered
-when only a ``Tensor`` method or Python operator provides it.
+function of that name, and as partly covered when only a ``Tensor`` method or Python
+operator provides it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-# The functions of the Array API standard (2023.12), by section.
+# The functions of the Array API standard (2024.12), by section.
 STANDARD: dict[str, tuple[str, ...]] = {
     "Creation": ("arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full",
                  "full_like", "linspace", "meshgrid", "ones", "ones_like", "tril", "triu",
@@ -24,22 +24,21 @@ STANDARD: dict[str, tuple[str, ...]] = {
         "greater_equal", "hypot", "imag", "isfinite", "isinf", "isnan", "less", "less_equal",
         "log", "log1p", "log2", "log10", "logaddexp", "logical_and", "logical_not",
         "logical_or", "logical_xor", "maximum", "minimum", "multiply", "negative",
-        "not_equal", "positive", "pow", "real", "remainder", "round", "sign", "signbit", "sin",
+        "nextafter", "not_equal", "positive", "pow", "real", "reciprocal", "remainder", "round",
+        "sign", "signbit", "sin",
         "sinh", "square", "sqrt", "subtract", "tan", "tanh", "trunc"),
-    "Indexing": ("take",),
+    "Indexing": ("take", "take_along_axis"),
     "Linear algebra": ("matmul", "matrix_transpose", "tensordot", "vecdot"),
     "Manipulation": ("broadcast_arrays", "broadcast_to", "concat", "expand_dims", "flip",
                      "moveaxis", "permute_dims", "repeat", "reshape", "roll", "squeeze",
                      "stack", "tile", "unstack"),
-    "Searching": ("argmax", "argmin", "nonzero", "searchsorted", "where"),
+    "Searching": ("argmax", "argmin", "count_nonzero", "nonzero", "searchsorted", "where"),
     "Sets": ("unique_all", "unique_counts", "unique_inverse", "unique_values"),
     "Sorting": ("argsort", "sort"),
-    "Statistics": ("cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var"),
-    "Utilities": ("all", "any"),
+    "Statistics": ("cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std",
+                   "sum", "var"),
+    "Utilities": ("all", "any", "diff"),
 }
-
-# Array API name -> asyncfusion's name for the same function.
-ALIASES = {"concat": "cat"}
 
 # Array API name -> the Tensor dunder that provides it as a Python operator.
 OPERATORS = {
@@ -59,9 +58,8 @@ def coverage(af: Any) -> dict[str, tuple[str, str]]:
     out: dict[str, tuple[str, str]] = {}
     for names in STANDARD.values():
         for name in names:
-            ours = ALIASES.get(name, name)
-            if callable(getattr(af, ours, None)) and not isinstance(getattr(af, ours), type):
-                out[name] = ("function", f"`af.{ours}`")
+            if callable(getattr(af, name, None)) and not isinstance(getattr(af, name), type):
+                out[name] = ("function", f"`af.{name}`")
             elif callable(getattr(tensor, name, None)):
                 out[name] = ("method", f"`Tensor.{name}`")
             elif name in OPERATORS and OPERATORS[name] in vars(tensor):

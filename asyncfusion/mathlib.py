@@ -1,0 +1,482 @@
+"""Accurate float32 math in WGSL, and the registry entries of the Array API's element-wise
+functions that use it.
+
+WGSL's builtins are only loosely specified (``sin``/``cos`` to 2^-11 absolute on
+[-pi, pi]; ``atan`` to 4096 ulp; ``asinh`` and friends through ``log(x + sqrt(...))``,
+useless near 0), and GPUs implement ``exp`` as ``exp2(x * log2(e))``, whose error grows
+with |x|. So the functions here are written out: Cody-Waite reduction and Cephes
+polynomials for ``exp``/``log``; for ``sin``/``cos``/``tan`` a Cody-Waite reduction up to
+6433 and a Payne-Hanek one (2/pi to 256 bits, u32 arithmetic only) beyond, so the whole
+float32 range is accurate; the inverse and hyperbolic functions built on them. Division
+scales a divisor beyond 2^+-64 first: GPUs that divide as ``n * (1 / d)`` give 0 for
+``1 / d`` past 2^126. ``tests/test_numerics_ulp.py`` measures each against numpy
+(float64, rounded) and asserts its bound; the README lists the bounds.
+
+Each helper is written for scalars; ``primitives._lanes`` adds the ``vec4`` variants.
+Integer special values are handled on bits, so a compiler that flushes denormals or
+orders NaN comparisons cannot change them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .dtype import DType
+from .primitives import HELPERS, Primitive, Rule, Ty, _fn, _lanes, _same, _unary, register
+
+__all__ = ["MATH_PRIMITIVES"]
+
+_NAN = "bitcast<f32>(0x7fc00000u)"
+_INF = "bitcast<f32>(0x7f800000u)"
+
+# name -> (WGSL text of the scalar helper(s), arity of the lane-wise f32 helper named name)
+_MATH: dict[str, tuple[str, int]] = {
+    "af_exp": (f"""fn af_exp_f32(x: f32) -> f32 {{
+  if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) {{ return x; }}
+  if (x > 88.72284) {{ return {_INF}; }}
+  if (x < -103.97208) {{ return 0.0; }}
+  let k = round(x * 1.442695);
+  let r = (x - k * 0.693359375) - k * -2.12194440e-4;
+  let p = ((((((1.9875691500e-4 * r + 1.3981999507e-3) * r + 8.3334519073e-3) * r
+    + 4.1665795894e-2) * r + 1.6666665459e-1) * r + 5.0000001201e-1) * (r * r) + r) + 1.0;
+  let k1 = i32(k) / 2;
+  let k2 = i32(k) - k1;
+  return p * bitcast<f32>(u32(k1 + 127) << 23u) * bitcast<f32>(u32(k2 + 127) << 23u);
+}}
+""", 1),
+    # log(x) = e*ln2 + log1p(m), m in [sqrt(1/2) - 1, sqrt(2) - 1]; (e, log1p(m)) for finite
+    # x > 0 (subnormals normalized on bits); af_log_edge gives 0, inf, negatives and NaN.
+    "af_log": (f"""fn af_log_parts(x: f32) -> vec2<f32> {{
+  let b = bitcast<u32>(x);
+  var e = i32(b >> 23u) - 126;
+  var mb = b & 0x7fffffu;
+  if ((b >> 23u) == 0u) {{
+    let s = countLeadingZeros(b) - 8u;
+    mb = (b << s) & 0x7fffffu;
+    e = -125 - i32(s);
+  }}
+  var m = bitcast<f32>(mb | 0x3f000000u);
+  if (m < 0.70710677) {{ e = e - 1; m = m + m - 1.0; }} else {{ m = m - 1.0; }}
+  return vec2<f32>(f32(e), af_log1p_poly(m));
+}}
+fn af_log1p_poly(m: f32) -> f32 {{
+  let z = m * m;
+  let y = ((((((((7.0376836292e-2 * m - 1.1514610310e-1) * m + 1.1676998740e-1) * m
+    - 1.2420140846e-1) * m + 1.4249322787e-1) * m - 1.6668057665e-1) * m + 2.0000714765e-1)
+    * m - 2.4999993993e-1) * m + 3.3333331174e-1) * m * z;
+  return m + (y - 0.5 * z);
+}}
+fn af_log_ok(x: f32) -> bool {{
+  let b = bitcast<u32>(x);
+  return b != 0u && b < 0x7f800000u;
+}}
+fn af_log_edge(x: f32) -> f32 {{
+  let b = bitcast<u32>(x);
+  if ((b & 0x7fffffffu) == 0u) {{ return -{_INF}; }}
+  return select({_NAN}, x, b == 0x7f800000u);
+}}
+fn af_log_f32(x: f32) -> f32 {{
+  if (!af_log_ok(x)) {{ return af_log_edge(x); }}
+  let p = af_log_parts(x);
+  return (p.y + p.x * -2.12194440e-4) + p.x * 0.693359375;
+}}
+""", 1),
+    "af_log2": ("""fn af_log2_f32(x: f32) -> f32 {
+  if (!af_log_ok(x)) { return af_log_edge(x); }
+  let p = af_log_parts(x);
+  return p.x + p.y * 1.442695;
+}
+""", 1),
+    "af_log10": ("""fn af_log10_f32(x: f32) -> f32 {
+  if (!af_log_ok(x)) { return af_log_edge(x); }
+  let p = af_log_parts(x);
+  return p.x * 0.30103 + (p.y * 0.4342945 + p.x * -1.4320989e-8);
+}
+""", 1),
+    # On [sqrt(1/2) - 1, sqrt(2) - 1] log's own polynomial, with no 1 + x rounded (nor a
+    # (1 + x) - 1 for a compiler to fold to x); log(1 + x) beyond.
+    "af_log1p": ("""fn af_log1p_f32(x: f32) -> f32 {
+  if (x == 0.0) { return x; }
+  if (x >= -0.29289323 && x <= 0.41421357) { return af_log1p_poly(x); }
+  return af_log_f32(1.0 + x);
+}
+""", 1),
+    # expm1(x) = 2^k (expm1(r) + 1) - 1 with x = k ln2 + r; Taylor to r^8 on |r| <= ln2/2.
+    "af_expm1": ("""fn af_expm1_f32(x: f32) -> f32 {
+  if (x == 0.0) { return x; }
+  if (!(x <= 88.0)) { return af_exp_f32(x); }
+  if (x < -17.0) { return -1.0; }
+  let k = round(x * 1.442695);
+  let r = select((x - k * 0.693359375) - k * -2.12194440e-4, x, k == 0.0);
+  let em = r + r * r * (0.5 + r * (0.16666667 + r * (0.041666668 + r * (0.008333334
+    + r * (0.0013888889 + r * (1.984127e-4 + r * 2.4801588e-5))))));
+  if (k == 0.0) { return em; }
+  let s = bitcast<f32>(u32(i32(k) + 127) << 23u);
+  return s * em + (s - 1.0);
+}
+""", 1),
+    "af_tanh": ("""fn af_tanh_f32(x: f32) -> f32 {
+  let a = abs(x);
+  var t = 1.0;
+  if (!(a > 9.1)) {
+    let e = af_expm1_f32(a + a);
+    t = e / (e + 2.0);
+  }
+  return select(t, -t, (bitcast<u32>(x) >> 31u) == 1u);
+}
+""", 1),
+    "af_sinh": ("""fn af_sinh_f32(x: f32) -> f32 {
+  let a = abs(x);
+  var s: f32;
+  if (a < 88.0) {
+    let e = af_expm1_f32(a);
+    s = 0.5 * (e + e / (e + 1.0));
+  } else {
+    let e = af_exp_f32(0.5 * a);
+    s = af_half(e) * e;
+  }
+  return select(s, -s, (bitcast<u32>(x) >> 31u) == 1u);
+}
+""", 1),
+    "af_cosh": ("""fn af_cosh_f32(x: f32) -> f32 {
+  let a = abs(x);
+  if (a < 88.0) {
+    let e = af_exp_f32(a);
+    return 0.5 * e + 0.5 / e;
+  }
+  let e = af_exp_f32(0.5 * a);
+  return af_half(e) * e;
+}
+""", 1),
+    "af_asinh": ("""fn af_asinh_f32(x: f32) -> f32 {
+  let a = abs(x);
+  var s: f32;
+  if (a > 1e18) { s = af_log_f32(a) + 0.6931472; } else {
+    s = af_log1p_f32(a + a * a / (1.0 + sqrt(1.0 + a * a)));
+  }
+  return select(s, -s, (bitcast<u32>(x) >> 31u) == 1u);
+}
+""", 1),
+    "af_acosh": (f"""fn af_acosh_f32(x: f32) -> f32 {{
+  if (x < 1.0) {{ return {_NAN}; }}
+  if (x > 1e18) {{ return af_log_f32(x) + 0.6931472; }}
+  let t = x - 1.0;
+  return af_log1p_f32(t + sqrt(2.0 * t + t * t));
+}}
+""", 1),
+    "af_atanh": (f"""fn af_atanh_f32(x: f32) -> f32 {{
+  let a = abs(x);
+  if (a > 1.0) {{ return {_NAN}; }}
+  let s = 0.5 * af_log1p_f32((a + a) / (1.0 - a));
+  return select(s, -s, (bitcast<u32>(x) >> 31u) == 1u);
+}}
+""", 1),
+    "af_atan": ("""fn af_atan_f32(x: f32) -> f32 {
+  var a = abs(x);
+  var y = 0.0;
+  if (a > 2.4142137) { y = 1.5707964; a = -1.0 / a; }
+  else if (a > 0.41421357) { y = 0.7853982; a = (a - 1.0) / (a + 1.0); }
+  let z = a * a;
+  y = y + ((((8.05374449538e-2 * z - 1.38776856032e-1) * z + 1.99777106478e-1) * z
+    - 3.33329491539e-1) * z * a + a);
+  return select(y, -y, (bitcast<u32>(x) >> 31u) == 1u);
+}
+""", 1),
+    "af_atan2": (f"""fn af_atan2_f32(y: f32, x: f32) -> f32 {{
+  let ay = bitcast<u32>(y) & 0x7fffffffu;
+  let ax = bitcast<u32>(x) & 0x7fffffffu;
+  let xneg = (bitcast<u32>(x) >> 31u) == 1u;
+  if (ay > 0x7f800000u || ax > 0x7f800000u) {{ return {_NAN}; }}
+  var t: f32;
+  if (ay == 0x7f800000u && ax == 0x7f800000u) {{ t = select(0.7853982, 2.3561945, xneg); }}
+  else if (ax == 0x7f800000u || ay == 0u) {{ t = select(0.0, 3.1415927, xneg); }}
+  else if (ay == 0x7f800000u || ax == 0u) {{ t = 1.5707964; }}
+  else {{
+    t = af_atan_f32(af_div_f32(abs(y), abs(x)));
+    if (xneg) {{ t = (3.1415927 - t) + -8.742278e-8; }}
+  }}
+  return select(t, -t, (bitcast<u32>(y) >> 31u) == 1u);
+}}
+""", 2),
+    "af_asin": (f"""fn af_asin_f32(x: f32) -> f32 {{
+  let a = abs(x);
+  if (a > 1.0) {{ return {_NAN}; }}
+  let big = a > 0.5;
+  let z = select(a * a, 0.5 * (1.0 - a), big);
+  let s = select(a, sqrt(z), big);
+  var p = ((((4.2163199048e-2 * z + 2.4181311049e-2) * z + 4.5470025998e-2) * z
+    + 7.4953002686e-2) * z + 1.6666752422e-1) * z * s + s;
+  if (big) {{ p = (1.5707964 - (p + p)) + -4.371139e-8; }}
+  return select(p, -p, (bitcast<u32>(x) >> 31u) == 1u);
+}}
+""", 1),
+    "af_acos": (f"""fn af_acos_f32(x: f32) -> f32 {{
+  if (abs(x) > 1.0) {{ return {_NAN}; }}
+  if (x < -0.5) {{ return (3.1415927 - 2.0 * af_asin_f32(sqrt(0.5 * (1.0 + x)))) + -8.742278e-8; }}
+  if (x > 0.5) {{ return 2.0 * af_asin_f32(sqrt(0.5 * (1.0 - x))); }}
+  return (1.5707964 - af_asin_f32(x)) + -4.371139e-8;
+}}
+""", 1),
+    # Some GPUs divide as n * (1 / d), and 1 / d flushes to 0 for |d| > 2^126 (NVIDIA):
+    # bring d's exponent into range first. And an exact halving that no compiler can
+    # reassociate into an overflowing (e * e) / 2.
+    "af_div": ("""fn af_div_f32(n: f32, d: f32) -> f32 {
+  let s = select(select(1.0, 1.8446744e19, abs(d) < 5.421011e-20), 5.421011e-20,
+                 abs(d) > 1.8446744e19);
+  return (n * s) / (d * s);
+}
+fn af_half(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) - 0x00800000u); }
+""", 2),
+    # (r, n mod 4) with |x| = r + n pi/2, |r| <= pi/4. Up to 6433 (n < 2^12), Cody-Waite
+    # with pi/2 as three 12-bit floats and a fourth (each n * piece exact, no fma needed:
+    # WGSL's fma may be unfused), kept when |r| >= 2^-20, where its error is below 2^-27
+    # relative. Otherwise Payne-Hanek: |x| * 2/pi with 128 bits of 2/pi aligned to x's
+    # exponent, whose bits 126..127 are the quadrant and the 64 below the fraction
+    # (normalized, then * pi/2 in two parts).
+    "af_trig": ("""fn af_mul32(a: u32, b: u32) -> vec2<u32> {
+  let al = a & 0xffffu;
+  let ah = a >> 16u;
+  let bl = b & 0xffffu;
+  let bh = b >> 16u;
+  let ll = al * bl;
+  let mid = al * bh + (ll >> 16u);
+  let mid2 = ah * bl + (mid & 0xffffu);
+  return vec2<u32>(ah * bh + (mid >> 16u) + (mid2 >> 16u), (mid2 << 16u) | (ll & 0xffffu));
+}
+fn af_2opi(i: u32) -> u32 {
+  switch i {
+    case 0u: { return 0u; }
+    case 1u: { return 0xa2f9836eu; }
+    case 2u: { return 0x4e441529u; }
+    case 3u: { return 0xfc2757d1u; }
+    case 4u: { return 0xf534ddc0u; }
+    case 5u: { return 0xdb629599u; }
+    case 6u: { return 0x3c439041u; }
+    case 7u: { return 0xfe5163abu; }
+    default: { return 0xdebbc561u; }
+  }
+}
+fn af_2opi_window(k: u32, sh: u32) -> u32 {
+  let hi = af_2opi(k);
+  return select((hi << sh) | (af_2opi(k + 1u) >> (32u - sh)), hi, sh == 0u);
+}
+fn af_trig_reduce(x: f32) -> vec2<f32> {
+  let bits = bitcast<u32>(x) & 0x7fffffffu;
+  let m = (bits & 0x7fffffu) | 0x800000u;
+  let t = (bits >> 23u) - 120u;
+  let k = t >> 5u;
+  let sh = t & 31u;
+  let q0 = af_mul32(m, af_2opi_window(k, sh));
+  let q1 = af_mul32(m, af_2opi_window(k + 1u, sh));
+  let q2 = af_mul32(m, af_2opi_window(k + 2u, sh));
+  let q3 = af_mul32(m, af_2opi_window(k + 3u, sh));
+  let s1 = q2.y + q3.x;
+  let c1 = select(0u, 1u, s1 < q2.y);
+  let s2a = q1.y + q2.x;
+  let s2 = s2a + c1;
+  let c2 = select(0u, 1u, s2a < q1.y) + select(0u, 1u, s2 < s2a);
+  let s3 = q0.y + q1.x + c2;
+  var n = s3 >> 30u;
+  var fhi = (s3 << 2u) | (s2 >> 30u);
+  var flo = (s2 << 2u) | (s1 >> 30u);
+  let neg = (fhi >> 31u) == 1u;
+  if (neg) {
+    flo = ~flo + 1u;
+    fhi = ~fhi + select(0u, 1u, flo == 0u);
+    n = n + 1u;
+  }
+  var e = 0u;
+  if (fhi == 0u) { fhi = flo; flo = 0u; e = 32u; }
+  let lz = countLeadingZeros(fhi);
+  let top = select((fhi << lz) | (flo >> (32u - lz)), fhi, lz == 0u);
+  let scale = bitcast<f32>((103u - lz - e) << 23u);
+  let u = f32(top >> 8u) * scale;
+  let v = f32(top & 0xffu) * scale * 0.00390625;
+  let r = u * 1.5707964 + (u * -4.371139e-8 + v * 1.5707964);
+  return vec2<f32>(select(r, -r, neg), f32(n & 3u));
+}
+fn af_trig_arg(x: f32) -> vec2<f32> {
+  let a = abs(x);
+  if (a <= 0.7853982) { return vec2<f32>(a, 0.0); }
+  if (a <= 6433.0) {
+    let j = round(a * 0.63661975);
+    let r = (((a - j * 1.5703125) - j * 0.0004837513) - j * 7.5495336e-8) - j * 2.563344e-12;
+    if (abs(r) >= 9.536743e-7) { return vec2<f32>(r, f32(u32(j) & 3u)); }
+  }
+  return af_trig_reduce(a);
+}
+fn af_sin_poly(r: f32) -> f32 {
+  let z = r * r;
+  return ((-1.9515295891e-4 * z + 8.3321608736e-3) * z - 1.6666654611e-1) * z * r + r;
+}
+fn af_cos_poly(r: f32) -> f32 {
+  let z = r * r;
+  return ((2.443315711809948e-5 * z - 1.388731625493765e-3) * z + 4.166664568298827e-2)
+    * z * z - 0.5 * z + 1.0;
+}
+""", 0),
+    "af_sin": (f"""fn af_sin_f32(x: f32) -> f32 {{
+  if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) {{ return {_NAN}; }}
+  let q = af_trig_arg(x);
+  let n = u32(q.y);
+  var s = select(af_sin_poly(q.x), af_cos_poly(q.x), (n & 1u) == 1u);
+  s = select(s, -s, (n & 2u) != 0u);
+  return select(s, -s, (bitcast<u32>(x) >> 31u) == 1u);
+}}
+""", 1),
+    "af_cos": (f"""fn af_cos_f32(x: f32) -> f32 {{
+  if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) {{ return {_NAN}; }}
+  let q = af_trig_arg(x);
+  let n = u32(q.y);
+  let c = select(af_cos_poly(q.x), af_sin_poly(q.x), (n & 1u) == 1u);
+  return select(c, -c, ((n + 1u) & 2u) != 0u);
+}}
+""", 1),
+    "af_tan": (f"""fn af_tan_f32(x: f32) -> f32 {{
+  if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) {{ return {_NAN}; }}
+  let q = af_trig_arg(x);
+  let r = q.x;
+  let z = r * r;
+  var t = (((((9.38540185543e-3 * z + 3.11992232697e-3) * z + 2.44301354525e-2) * z
+    + 5.34112807005e-2) * z + 1.33387994085e-1) * z + 3.33331568548e-1) * z * r + r;
+  if ((u32(q.y) & 1u) == 1u) {{ t = -1.0 / t; }}
+  return select(t, -t, (bitcast<u32>(x) >> 31u) == 1u);
+}}
+""", 1),
+    "af_hypot": (f"""fn af_hypot_f32(x: f32, y: f32) -> f32 {{
+  let bx = bitcast<u32>(x) & 0x7fffffffu;
+  let by = bitcast<u32>(y) & 0x7fffffffu;
+  if (bx == 0x7f800000u || by == 0x7f800000u) {{ return {_INF}; }}
+  if (bx > 0x7f800000u || by > 0x7f800000u) {{ return {_NAN}; }}
+  let a = bitcast<f32>(max(bx, by));
+  let b = bitcast<f32>(min(bx, by));
+  if (a == 0.0) {{ return 0.0; }}
+  let r = af_div_f32(b, a);
+  return a * sqrt(1.0 + r * r);
+}}
+""", 2),
+    "af_logaddexp": (f"""fn af_logaddexp_f32(x: f32, y: f32) -> f32 {{
+  if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) {{ return x; }}
+  if ((bitcast<u32>(y) & 0x7fffffffu) > 0x7f800000u) {{ return y; }}
+  if (x == y) {{ return x + 0.6931472; }}
+  return max(x, y) + af_log1p_f32(af_exp_f32(-abs(x - y)));
+}}
+""", 2),
+    "af_copysign": ("""fn af_copysign_f32(x: f32, y: f32) -> f32 {
+  return bitcast<f32>((bitcast<u32>(x) & 0x7fffffffu) | (bitcast<u32>(y) & 0x80000000u));
+}
+""", 2),
+    # nextafter on bits, ordering by sign and magnitude (no float compare: denormals count)
+    "af_nextafter": (f"""fn af_nextafter_f32(x: f32, y: f32) -> f32 {{
+  let bx = bitcast<u32>(x);
+  let by = bitcast<u32>(y);
+  if ((bx & 0x7fffffffu) > 0x7f800000u || (by & 0x7fffffffu) > 0x7f800000u) {{ return {_NAN}; }}
+  if (bx == by || ((bx | by) & 0x7fffffffu) == 0u) {{ return y; }}
+  if ((bx & 0x7fffffffu) == 0u) {{ return bitcast<f32>((by & 0x80000000u) | 1u); }}
+  let kx = select(i32(bx), -i32(bx & 0x7fffffffu), (bx >> 31u) == 1u);
+  let ky = select(i32(by), -i32(by & 0x7fffffffu), (by >> 31u) == 1u);
+  return bitcast<f32>(select(bx - 1u, bx + 1u, (ky > kx) == ((bx >> 31u) == 0u)));
+}}
+""", 2),
+}
+
+# Which helpers each one calls (emitted together: WGSL declarations are order-free).
+_NEEDS = {
+    "af_log2": ("af_log",), "af_log10": ("af_log",), "af_log1p": ("af_log",),
+    "af_expm1": ("af_exp",), "af_tanh": ("af_expm1", "af_exp"),
+    "af_sinh": ("af_expm1", "af_exp", "af_div"), "af_cosh": ("af_exp", "af_div"),
+    "af_asinh": ("af_log1p", "af_log"), "af_acosh": ("af_log1p", "af_log"),
+    "af_atanh": ("af_log1p", "af_log"), "af_atan2": ("af_atan", "af_div"), "af_hypot": ("af_div",), "af_acos": ("af_asin",),
+    "af_sin": ("af_trig",), "af_cos": ("af_trig",), "af_tan": ("af_trig",),
+    "af_logaddexp": ("af_log1p", "af_log", "af_exp"),
+}
+
+for _name, (_text, _arity) in _MATH.items():
+    HELPERS[_name] = _text + (_lanes(_name, "f32", _arity) if _arity else "")
+
+
+def _math(name: str) -> tuple[Rule, tuple[str, ...]]:
+    helper = f"af_{name}"
+    return _fn(helper), (helper,) + _NEEDS.get(helper, ())
+
+
+def _float(name: str, title: str, numpy: Callable[..., np.ndarray], arity: int = 1,
+           symbol: str | None = None) -> Primitive:
+    rule, helpers = _math(name)
+    return Primitive(name, arity, "float", title, numpy, rule, symbol, helpers)
+
+
+def _bits(ty: Ty) -> str:
+    return "vec4<u32>" if ty.vec4 else "u32"
+
+
+def _shift_amount(b: str, ty: Ty) -> str:
+    return f"{_bits(ty)}({b})"
+
+
+def _left_shift(a: list[str], ty: Ty) -> str:
+    n = _shift_amount(a[1], ty)
+    return f"select({a[0]} << {n}, {ty.const('0')}, {n} >= {_bits(ty)}(32u))"
+
+
+def _right_shift(a: list[str], ty: Ty) -> str:
+    n = _shift_amount(a[1], ty)
+    if ty.dtype is DType.int32:  # arithmetic: a shift of 31 or more gives 0 or -1
+        return f"({a[0]} >> min({n}, {_bits(ty)}(31u)))"
+    return f"select({a[0]} >> {n}, {ty.const('0u')}, {n} >= {_bits(ty)}(32u))"
+
+
+def _signbit(a: list[str], ty: Ty) -> str:
+    if ty.dtype is DType.float32:
+        u = _bits(ty)
+        return f"((bitcast<{u}>({a[0]}) >> {u}(31u)) == {u}(1u))"
+    if ty.dtype is DType.int32:
+        return f"({a[0]} < {ty.const('0')})"
+    return "vec4<bool>(false)" if ty.vec4 else "false"
+
+
+def _binop(sym: str) -> Rule:
+    return lambda a, ty: f"({a[0]} {sym} {a[1]})"
+
+
+def _np_reciprocal(a: np.ndarray) -> np.ndarray:
+    return np.asarray(a.dtype.type(1) / a)
+
+
+MATH_PRIMITIVES: tuple[Primitive, ...] = (
+    _float("div", "Div", np.true_divide, 2, "/"),
+    _float("exp", "Exp", np.exp), _float("log", "Log", np.log),
+    _float("sin", "Sin", np.sin), _float("cos", "Cos", np.cos), _float("tan", "Tan", np.tan),
+    _float("asin", "Asin", np.arcsin), _float("acos", "Acos", np.arccos),
+    _float("atan", "Atan", np.arctan), _float("atan2", "Atan2", np.arctan2, 2),
+    _float("sinh", "Sinh", np.sinh), _float("tanh", "Tanh", np.tanh), _float("cosh", "Cosh", np.cosh),
+    _float("asinh", "Asinh", np.arcsinh), _float("acosh", "Acosh", np.arccosh),
+    _float("atanh", "Atanh", np.arctanh), _float("expm1", "Expm1", np.expm1),
+    _float("log1p", "Log1p", np.log1p), _float("log2", "Log2", np.log2),
+    _float("log10", "Log10", np.log10), _float("hypot", "Hypot", np.hypot, 2),
+    _float("logaddexp", "LogAddExp", np.logaddexp, 2),
+    _float("copysign", "CopySign", np.copysign, 2),
+    _float("nextafter", "NextAfter", np.nextafter, 2),
+    Primitive("reciprocal", 1, "float", "Reciprocal", _np_reciprocal,
+              lambda a, ty: f"({ty.const('1.0')} / {a[0]})"),
+    Primitive("trunc", 1, "numeric", "Trunc",
+              lambda a: np.trunc(a) if a.dtype.kind == "f" else a, _same(_unary("trunc"))),
+    Primitive("positive", 1, "numeric", "Positive", np.positive, lambda a, ty: a[0], "+x"),
+    Primitive("signbit", 1, "predicate", "SignBit", np.signbit, _signbit),
+    Primitive("logical_xor", 2, "logical", "Xor", np.logical_xor, _binop("!="), "^"),
+    Primitive("bitwise_and", 2, "bitwise", "BitwiseAnd", np.bitwise_and, _binop("&"), "&"),
+    Primitive("bitwise_or", 2, "bitwise", "BitwiseOr", np.bitwise_or, _binop("|"), "|"),
+    Primitive("bitwise_xor", 2, "bitwise", "BitwiseXor", np.bitwise_xor,
+              lambda a, ty: _binop("!=" if ty.dtype is DType.bool else "^")(a, ty), "^"),
+    Primitive("bitwise_invert", 1, "bitwise", "BitwiseInvert", np.invert,
+              lambda a, ty: f"(!{a[0]})" if ty.dtype is DType.bool else f"(~{a[0]})", "~"),
+    Primitive("bitwise_left_shift", 2, "integer", "LeftShift", np.left_shift, _left_shift,
+              "<<"),
+    Primitive("bitwise_right_shift", 2, "integer", "RightShift", np.right_shift,
+              _right_shift, ">>"),
+)
+
+for _p in MATH_PRIMITIVES:
+    register(_p)

@@ -1,0 +1,169 @@
+"""The Array API namespace: the inspection object, dtype queries and the constants.
+
+``t.__array_namespace__()`` returns the ``asyncfusion`` module, so code written against
+the standard (``xp = array_namespace(x)``) runs on it. What it reports is what this
+runtime holds: float32, int32, uint32 and bool on every adapter, no complex dtype, no
+data-dependent output shapes (boolean-mask indexing, ``nonzero`` and ``unique_*`` would
+need one).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .dtype import DType, as_dtype, promote
+from .errors import DTypeError
+from .tensor import Tensor, _scalar_dtype, elementwise
+
+__all__ = ["__array_namespace_info__", "ArrayNamespaceInfo", "finfo", "iinfo", "finfo_object",
+           "iinfo_object", "result_type", "can_cast", "isdtype", "astype", "e", "pi", "inf",
+           "nan", "newaxis"]
+
+e = math.e
+pi = math.pi
+inf = math.inf
+nan = math.nan
+newaxis = None
+
+_KINDS = {
+    "bool": (DType.bool,),
+    "signed integer": (DType.int32,),
+    "unsigned integer": (DType.uint32,),
+    "integral": (DType.int32, DType.uint32),
+    "real floating": (DType.float32,),
+    "complex floating": (),
+    "numeric": (DType.int32, DType.uint32, DType.float32),
+}
+
+
+def isdtype(dtype: Any, kind: Any) -> bool:
+    """Whether ``dtype`` is of ``kind``: a dtype, a kind name (``"integral"``, ``"real
+    floating"``, ...) or a tuple of them."""
+    dt = as_dtype(dtype)
+    if isinstance(kind, tuple):
+        return any(isdtype(dt, k) for k in kind)
+    if isinstance(kind, str):
+        if kind not in _KINDS:
+            raise ValueError(f"isdtype: unknown kind {kind!r}; use a dtype or one of "
+                             f"{', '.join(map(repr, _KINDS))}")
+        return dt in _KINDS[kind]
+    return dt is as_dtype(kind)
+
+
+@dataclass(frozen=True)
+class finfo_object:  # noqa: N801 - the standard's name
+    """Machine limits of a floating dtype (``finfo``)."""
+
+    bits: int
+    eps: float
+    max: float
+    min: float
+    smallest_normal: float
+    dtype: DType
+
+
+@dataclass(frozen=True)
+class iinfo_object:  # noqa: N801 - the standard's name
+    """Limits of an integer dtype (``iinfo``)."""
+
+    bits: int
+    max: int
+    min: int
+    dtype: DType
+
+
+def _dtype_of(x: Any) -> DType:
+    return x.dtype if type(x) is Tensor else as_dtype(x)
+
+
+def finfo(type: Any, /) -> finfo_object:  # noqa: A002 - the standard's name
+    """Limits of a floating dtype (or of a tensor's dtype)."""
+    dt = _dtype_of(type)
+    if not dt.is_float:
+        raise DTypeError(f"finfo: {dt.label} is not a floating dtype; use iinfo for integers")
+    f = np.finfo(dt.np)
+    return finfo_object(f.bits, float(f.eps), float(f.max), float(f.min),
+                        float(f.smallest_normal), dt)
+
+
+def iinfo(type: Any, /) -> iinfo_object:  # noqa: A002 - the standard's name
+    """Limits of an integer dtype (or of a tensor's dtype)."""
+    dt = _dtype_of(type)
+    if not dt.is_int:
+        raise DTypeError(f"iinfo: {dt.label} is not an integer dtype; use finfo for floats")
+    i = np.iinfo(np.int32 if dt is DType.int32 else np.uint32)
+    return iinfo_object(i.bits, int(i.max), int(i.min), dt)
+
+
+def result_type(*arrays_and_dtypes: Any) -> DType:
+    """The dtype an operation on these tensors, dtypes and Python scalars gives (the rules
+    the element-wise ops use: int with float32 is float32, int32 with uint32 is refused)."""
+    held = [_dtype_of(a) for a in arrays_and_dtypes
+            if not isinstance(a, (bool, int, float, complex))]
+    if not held:
+        raise TypeError("result_type: give at least one tensor or dtype (Python scalars alone "
+                        "have no dtype here)")
+    out = held[0]
+    for d in held[1:]:
+        out = promote(out, d, "result_type")
+    for a in arrays_and_dtypes:
+        if isinstance(a, complex):
+            raise DTypeError("result_type: asyncfusion has no complex dtype")
+        if isinstance(a, (bool, int, float)):
+            out = promote(out, _scalar_dtype(a, out, "result_type"), "result_type")
+    return out
+
+
+def can_cast(from_: Any, to: Any, /) -> bool:
+    """Whether the standard's promotion lattice casts ``from_`` to ``to`` without loss:
+    among float32, int32, uint32 and bool only each type to itself (int32 and uint32 need
+    int64, and mixing kinds is never a safe cast)."""
+    return _dtype_of(from_) is as_dtype(to)
+
+
+def astype(x: Tensor, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Tensor:
+    """``x`` converted to ``dtype`` (float to int truncates toward zero). Without
+    ``copy`` the same tensor comes back when its dtype is already ``dtype``."""
+    if type(x) is not Tensor:
+        raise TypeError(f"astype: needs an asyncfusion Tensor, not {type(x).__name__}")
+    if device is not None and device is not x.device:
+        raise DTypeError("astype: moving to another device is not supported; read the "
+                         "tensor and create it again there")
+    dt = as_dtype(dtype)
+    if dt is x.dtype:
+        return elementwise("copy", x) if copy else x
+    return x.astype(dt)
+
+
+class ArrayNamespaceInfo:
+    """What ``__array_namespace_info__()`` returns: devices, dtypes and capabilities."""
+
+    def capabilities(self) -> dict[str, Any]:
+        """No boolean-mask indexing and no data-dependent shapes (the runtime knows every
+        shape when an op is recorded); no rank limit beyond memory."""
+        return {"boolean indexing": False, "data-dependent shapes": False,
+                "max dimensions": None}
+
+    def default_device(self) -> Any:
+        from .device import default_device
+        return default_device()
+
+    def devices(self) -> list[Any]:
+        return [self.default_device()]
+
+    def default_dtypes(self, *, device: Any = None) -> dict[str, DType | None]:
+        """float32 and int32 (no complex dtype: ``None``)."""
+        return {"real floating": DType.float32, "complex floating": None,
+                "integral": DType.int32, "indexing": DType.int32}
+
+    def dtypes(self, *, device: Any = None, kind: Any = None) -> dict[str, DType]:
+        """The dtypes held on every adapter (optionally of one ``kind``)."""
+        return {d.label: d for d in DType if kind is None or isdtype(d, kind)}
+
+
+def __array_namespace_info__() -> ArrayNamespaceInfo:  # noqa: N807 - the standard's name
+    return ArrayNamespaceInfo()

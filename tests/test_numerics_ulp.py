@@ -1,0 +1,98 @@
+"""Accuracy over the whole float32 range: each math function's largest error, in ulps,
+against numpy computed in float64 and rounded, must stay within its bound (the README's
+table). Inputs: random bit patterns (every finite normal float32 is equally likely), plus
+uniform samples of [-10, 10] and [-1, 1], plus log-uniform ones near 0 and the function's
+own domain. Subnormal inputs are left out (devices may flush them; results below the
+smallest normal count as exact when both are)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import asyncfusion as af
+from asyncfusion.tensor import elementwise
+from tests.ulps import TINY, reference, ulp_errors
+
+# function -> (numpy reference, max ulp error, extra input range (low, high) or None)
+UNARY = {
+    "sin": (np.sin, 2, None), "cos": (np.cos, 2, None), "tan": (np.tan, 4, None),
+    "asin": (np.arcsin, 2, (-1, 1)), "acos": (np.arccos, 2, (-1, 1)),
+    "atan": (np.arctan, 3, None), "sinh": (np.sinh, 3, (-90, 90)),
+    "cosh": (np.cosh, 2, (-90, 90)), "tanh": (np.tanh, 3, None),
+    "asinh": (np.arcsinh, 3, None), "acosh": (np.arccosh, 3, (1, 3)),
+    "atanh": (np.arctanh, 3, (-1, 1)), "exp": (np.exp, 2, (-104, 89)),
+    "expm1": (np.expm1, 2, (-18, 89)), "log": (np.log, 2, (0, 3)),
+    "log1p": (np.log1p, 3, (-1, 3)), "log2": (np.log2, 2, (0, 3)),
+    "log10": (np.log10, 3, (0, 3)), "sqrt": (np.sqrt, 1, (0, 3)),
+}
+BINARY = {"atan2": (np.arctan2, 4), "hypot": (np.hypot, 2), "logaddexp": (np.logaddexp, 3)}
+# logaddexp(x, y) = max + log1p(exp(-|x - y|)) cancels when the result is near 0 (x, y < 0):
+# float32 arithmetic (numpy's float32 logaddexp included) is then accurate to ulps of the
+# operands, not of the result, so its error is measured in ulps of max(|x|, |y|, |result|).
+IN_ULPS_OF_OPERANDS = {"logaddexp"}
+N = 100_000
+
+
+def samples(seed: int, span: tuple[float, float] | None) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    bits = rng.integers(0, 2**32, 4 * N, dtype=np.uint64).astype(np.uint32)
+    whole = bits.view(np.float32)
+    whole = whole[np.isfinite(whole) & (np.abs(whole) >= TINY)][:2 * N]
+    near0 = rng.choice([-1, 1], N) * 10.0 ** rng.uniform(-12, -0.5, N)
+    parts = [whole, rng.uniform(-10, 10, N), rng.uniform(-1, 1, N), near0]
+    if span is not None:
+        parts.append(rng.uniform(*span, N))
+    return np.concatenate(parts).astype(np.float32)
+
+
+def measure(name: str, fn, *xs: np.ndarray) -> float:
+    want = reference(fn, *xs)
+    got = elementwise(name, *(af.tensor(x) for x in xs)).numpy()
+    err = ulp_errors(got, want)
+    if name in IN_ULPS_OF_OPERANDS:
+        scale = np.maximum.reduce([np.abs(v) for v in (want, *xs)])
+        with np.errstate(invalid="ignore"):
+            err = err * np.spacing(np.abs(want)) / np.spacing(scale)
+    worst = int(np.argmax(err))
+    assert np.isfinite(err[worst]), (name, [x[worst] for x in xs], got[worst], want[worst])
+    return float(err[worst])
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_max_ulp_error_over_the_whole_range(af_device, name):
+    fn, bound, span = UNARY[name]
+    worst = measure(name, fn, samples(len(name), span))
+    assert worst <= bound, f"{name}: {worst} ulp, bound {bound}"
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_max_ulp_error_over_the_whole_range(af_device, name):
+    fn, bound = BINARY[name]
+    x, y = samples(1, None), samples(2, None)
+    rng = np.random.default_rng(3)
+    y = rng.permutation(y)[:x.size]
+    worst = measure(name, fn, x[:y.size], y)
+    assert worst <= bound, f"{name}: {worst} ulp, bound {bound}"
+
+
+def test_sin_cos_past_where_the_builtins_break(af_device):
+    """The issue's case: bare WGSL cos(616717888) gave 1.0; and the hardest reductions
+    (arguments closest to multiples of pi/2) keep their digits."""
+    x = np.array([616717888, 1.6e7, 6.4e7, 1e10, 3.4e38, 16367173 * 2.0**72,
+                  8.8e36, 105414350], dtype=np.float32)
+    for name, fn in (("sin", np.sin), ("cos", np.cos)):
+        got = elementwise(name, af.tensor(x)).numpy()
+        assert ulp_errors(got, reference(fn, x)).max() <= 2, (name, got)
+
+
+def test_trig_near_multiples_of_half_pi(af_device):
+    """The floats nearest to k pi/2 (and their neighbours), for k up to 2^13: where the
+    fast reduction cancels most and must hand over to the exact one."""
+    near = (np.arange(1, 2**13) * (np.pi / 2)).astype(np.float32)
+    x = np.concatenate([near, np.nextafter(near, np.float32(0)), np.nextafter(near, np.inf)])
+    for name, (fn, bound, _) in (("sin", UNARY["sin"]), ("cos", UNARY["cos"]),
+                                 ("tan", UNARY["tan"])):
+        got = elementwise(name, af.tensor(x)).numpy()
+        err = ulp_errors(got, reference(fn, x))
+        assert err.max() <= bound, (name, x[err.argmax()], err.max())
