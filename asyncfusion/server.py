@@ -75,13 +75,22 @@ class Worker:
         self.thread.start()
 
     def _main(self) -> None:
-        while (job := self.jobs.get()) is not None:
-            fn, done = job
-            fn()
-            try:
-                done()
-            except RuntimeError:  # the loop that waited is closed: nobody is left to tell
-                pass
+        while self._next():
+            pass
+
+    def _next(self) -> bool:
+        """Run the next job; False once stopped. A job's references (its round's requests
+        and tensors) die with this frame, not when the next job arrives."""
+        job = self.jobs.get()
+        if job is None:
+            return False
+        fn, done = job
+        fn()
+        try:
+            done()
+        except RuntimeError:  # the loop that waited is closed: nobody is left to tell
+            pass
+        return True
 
     async def run(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the thread and wait for it, uncancellably: it always ends, and
@@ -294,16 +303,14 @@ class Server:
                     raise self.crash
                 batch, self.inbox = self.inbox, []
                 sync, self.syncs = self.syncs > 0, 0
-                for r in batch:
-                    if r.cancelled:  # its reader is gone: let the tensor's drop count now
-                        r.tensor = None
+                self._forget_cancelled(batch)
                 self._check_unlocked()
                 try:
                     await worker.run(functools.partial(self.executor.round, batch, sync))
                 except Exception as exc:  # noqa: BLE001 - a bug in a round fails that round only
-                    for r in batch:
-                        r.error = r.error or ExecutionError(f"device round failed: {exc!r}")
-                self._finish(batch)
+                    self._finish(batch, ExecutionError(f"device round failed: {exc!r}"))
+                else:
+                    self._finish(batch)
                 # Tensors that only the finished requests held (cancelled reads) are
                 # dropped now: run one more round to give their buffers back promptly.
                 again = bool(batch)
@@ -319,13 +326,25 @@ class Server:
             await worker.run(self.executor.close)
             worker.stop()
 
+    @staticmethod
+    def _forget_cancelled(batch: list[Request]) -> None:
+        """A cancelled request's reader is gone: let its tensor's drop count now. (A
+        method, not a loop in ``serve``: a loop variable there would keep the last
+        request, and its tensor, alive until the next round.)"""
+        for r in batch:
+            if r.cancelled:
+                r.tensor = None
+
     def _check_unlocked(self) -> None:
         """Debug mode: the server must never await while it holds the stream lock."""
         if _debug.DEBUG and self.executor.streams.lock._is_owned():  # type: ignore[attr-defined]
             raise AssertionError("the device server is about to await while holding its lock")
 
-    def _finish(self, batch: list[Request]) -> None:
+    def _finish(self, batch: list[Request], error: ExecutionError | None = None) -> None:
+        """Wake the round's readers (``error``: the round itself failed)."""
         for r in batch:
+            if error is not None:
+                r.error = r.error or error
             r.done.set()
 
     def _fail(self, reqs: list[Request], err: BaseException) -> None:
@@ -347,5 +366,12 @@ class Server:
             req.cancelled = True
             raise
         if req.error is not None:
-            raise req.error
+            # No reference cycle: the error's traceback holds this frame, so neither the
+            # request nor a local may hold the error (the cycle would keep the request's
+            # tensor alive until the cycle collector happens to run).
+            error, req.error = req.error, None
+            try:
+                raise error
+            finally:
+                del error
         return req.data

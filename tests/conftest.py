@@ -39,26 +39,6 @@ def pytest_pycollect_makeitem(collector, name, obj):
             pytest.mark.anyio(obj)
 
 
-# A failed op's Poison keeps its exception, whose traceback keeps the executor's round
-# frame alive, and with it every Request (and tensor) of that round: these tests' tensors
-# outlive them. Kernel/server half; test_plugin.py::test_a_failed_read_leaks_nothing
-# (xfail, strict) turns green when it is fixed, and then this list goes.
-KNOWN_LEAKS = {
-    "test_failure_in_one_stream_leaves_other_streams_working",
-    "test_a_real_failed_allocation_poisons_only_its_dependents",
-    "test_a_broken_custom_op_poisons_only_its_dependents",
-    "test_repr_never_reads_and_shows_failure",
-    "test_a_failed_read_leaks_nothing",
-    "test_a_hand_built_tensor_fails_only_its_own_reads",
-}
-
-
-def pytest_collection_modifyitems(items):
-    for item in items:
-        if getattr(item, "originalname", None) in KNOWN_LEAKS:
-            item.add_marker(pytest.mark.af_device(leak_check=False))
-
-
 @pytest.fixture
 def blockbuster():
     from blockbuster import blockbuster_ctx

@@ -86,8 +86,6 @@ async def test_assert_no_leaks_reports_work_still_queued(ref, monkeypatch):
     await assert_close(x, [2.0])
 
 
-@pytest.mark.xfail(strict=True, reason="a Poison's traceback keeps the executor's round frame "
-                   "and its requests alive (see KNOWN_LEAKS in conftest.py)")
 async def test_a_failed_read_leaks_nothing(dev):
     async def fail_a_read() -> None:
         x = af.tensor([1.0, 2.0], device=dev)

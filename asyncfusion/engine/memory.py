@@ -9,6 +9,7 @@ read; they never see this table.
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Iterable
 
 from ..backends.base import Backend, Buffer
@@ -17,11 +18,25 @@ __all__ = ["Memory", "Poison", "Storage"]
 
 
 class Poison:
-    """Stands in the table for a tensor whose computation failed."""
+    """Stands in the table for a tensor whose computation failed.
+
+    The error keeps its traceback as text (a note), not as frames: frames hold the round
+    that failed — its requests and their tensors — for as long as the poison lives, and a
+    poisoned tensor's own request would then keep it alive for good.
+    """
 
     __slots__ = ("error",)
 
     def __init__(self, error: BaseException) -> None:
+        seen: set[int] = set()
+        exc: BaseException | None = error
+        while exc is not None and id(exc) not in seen:
+            seen.add(id(exc))
+            if exc.__traceback__ is not None:
+                exc.add_note("raised on the device's executor thread at:\n"
+                             + "".join(traceback.format_tb(exc.__traceback__)).rstrip())
+                exc.__traceback__ = None
+            exc = exc.__cause__ or exc.__context__
         self.error = error
 
 
