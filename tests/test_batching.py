@@ -76,11 +76,16 @@ def inputs_of(dev: Any, n: int, shape: tuple[int, ...], seed: int = 0
 async def test_100_tasks_with_one_plan_give_one_launch(bdev):
     xs, ts = inputs_of(bdev, 100, (4096,))
     await bdev.sync()
+    before = bdev.memory_stats().allocations
     results, stats = await run_tasks(bdev, ts, chain8)
     assert stats.batched_instances == 100
     if bdev.backend.name == "wgpu":
         assert stats.launches == 1
         assert stats.kernels == {"elementwise[mul add sin exp mul add cos abs]": 1}
+        # the packed inputs, the results' slab, and one staging buffer for all the reads
+        # of a round (not one per read)
+        reads_rounds = bdev.stats().rounds - 1
+        assert bdev.memory_stats().allocations - before <= 2 + reads_rounds < 20
     for x, r in zip(xs, results, strict=True):
         assert_close(r, chain8_np(x), rtol=1e-5, atol=1e-6)
 
