@@ -3,8 +3,9 @@
 The server task never touches the GPU itself. Each round — every request that arrived
 since the last one, from any number of tasks — runs on the device's executor thread (one
 persistent thread per device, fed by a queue): drain the streams involved, run their
-plans, stage the reads, submit all of it as one submission, then map and copy every read
-of the round. The thread hands the round back to the event loop with one thread-safe call
+plans (the equal plans of different streams as one launch per kernel: see
+``engine/batch.py``), stage the reads, submit all of it as one submission, then map and
+copy every read of the round (one staging buffer for all of them). The thread hands the round back to the event loop with one thread-safe call
 (asyncio's ``call_soon_threadsafe``, trio's token), and the server wakes each reader with
 its data. Staging buffers never leave the executor thread, so a cancelled reader can leak
 none. No lock is held across any await, and nothing that blocks (submit, map, compile)
