@@ -120,6 +120,8 @@ CASES: list[tuple[str, tuple[int, ...], Callable[..., Any], Callable[..., Any], 
      np.exp(x - x.max(-1, keepdims=True)).sum(-1, keepdims=True), 2),
     ("two steps", (8, 64), lambda x: ((x + 1.0).exp().sum(axis=0) + 2.0).sqrt(),
      lambda x: np.sqrt(np.exp(x + 1).sum(0) + 2), 1),
+    ("matmul", (8, 16), lambda x: (x @ x.mT + 1.0).relu(),
+     lambda x: np.maximum(x @ x.T + 1, 0), 1),
     ("gather", (9,), lambda x: af.take(x, af.tensor([8, 0, 3, -1], dtype=af.int32,
                                                       device=x.device)),
      lambda x: x[[8, 0, 3, -1]], 1),
@@ -147,6 +149,20 @@ async def test_a_shared_input_is_bound_once_and_results_stay_apart(bdev):
     assert stats.batched_instances == 30
     for x, r in zip(xs, results, strict=True):
         assert_close(r, np.exp(x * W + W), rtol=1e-5)
+
+
+async def test_one_model_on_many_requests_is_one_batched_matmul(bdev):
+    rng = np.random.default_rng(5)
+    w_np, b_np = rng.random((16, 8), dtype=np.float32), rng.random(8, dtype=np.float32)
+    w, b = af.tensor(w_np, device=bdev), af.tensor(b_np, device=bdev)
+    xs, ts = inputs_of(bdev, 30, (4, 16))
+    await bdev.sync()
+    results, stats = await run_tasks(bdev, ts, lambda x: (x @ w + b).relu().sum(axis=-1))
+    assert stats.batched_instances == 30 * 2  # the matmul (and its epilogue), the sum
+    if bdev.backend.name == "wgpu":
+        assert stats.launches == 2
+    for x, r in zip(xs, results, strict=True):
+        assert_close(r, np.maximum(x @ w_np + b_np, 0).sum(-1), rtol=1e-5)
 
 
 async def test_tasks_with_other_scalars_or_sizes_batch_apart(bdev):

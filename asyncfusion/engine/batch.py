@@ -109,16 +109,19 @@ class Deferred:
         groups, self.groups = self.groups, {}
         ctx = Context(self.memory, self.counters)
         for group in groups.values():
+            packed = _Packed(ctx.backend)
             try:
                 for step in group.plan:
                     if type(step) is KernelStep and len(group.members) > 1:
-                        _run_batched(step, group.members, ctx)
+                        _run_batched(step, group.members, ctx, packed)
                     else:
                         for ops, ids in group.members:
                             step.run(ops, ids, ctx)
             except Exception:  # noqa: BLE001 - a bug outside the steps' own isolation
                 for ops, _ in group.members:
                     recover(ops)
+            finally:
+                packed.free()
         frees, self.frees = self.frees, []
         self.reads.clear()
         self.releases.clear()
@@ -127,7 +130,7 @@ class Deferred:
 
 
 def _run_batched(step: KernelStep, members: list[tuple[list[OperationIr], list[int]]],
-                 ctx: Context) -> None:
+                 ctx: Context, packed: _Packed) -> None:
     """One kernel step for every member: one launch per set of equal launch arguments."""
     memory = ctx.memory
     by_args: dict[LaunchArgs, list[_Instance]] = {}
@@ -146,7 +149,7 @@ def _run_batched(step: KernelStep, members: list[tuple[list[OperationIr], list[i
             chunk, insts = insts[:cap], insts[cap:]
             if len(chunk) > 1:
                 try:
-                    _launch(step, args, chunk, ctx)
+                    _launch(step, args, chunk, ctx, packed)
                     continue
                 except Exception:  # noqa: BLE001 - rerun alone below, each isolated
                     pass
@@ -156,18 +159,21 @@ def _run_batched(step: KernelStep, members: list[tuple[list[OperationIr], list[i
 
 def _max_instances(step: KernelStep, ctx: Context) -> Callable[[LaunchArgs], int]:
     """How many instances of ``step`` one launch may take under ``args`` (1: it is not
-    batched): every packed buffer within the backend's largest, and no matmul (its
-    tiles follow the matrix shapes)."""
+    batched): every packed buffer within the backend's largest; a matmul's results
+    (stored by row of its tiles) without gaps between instances."""
     kernel = step.lowered.kernel
     align = ctx.backend.storage_align
 
     def cap(args: LaunchArgs) -> int:
         n = numel(args.shape)
-        if kernel.matmul or n == 0:
+        if n == 0:
             return 1
         biggest = 0
         for st in kernel.stores:
-            biggest = max(biggest, store_nbytes(kernel, st, args.shape))
+            size = store_nbytes(kernel, st, args.shape)
+            if kernel.matmul and size % align:
+                return 1
+            biggest = max(biggest, size)
         biggest = max([biggest] + [n * ld.dtype.itemsize for ld in kernel.loads])
         limit = ctx.backend.max_buffer_size // (-(-biggest // align) * align)
         return max(1, min(limit, (1 << 31) // n))
@@ -175,7 +181,8 @@ def _max_instances(step: KernelStep, ctx: Context) -> Callable[[LaunchArgs], int
     return cap
 
 
-def _launch(step: KernelStep, args: LaunchArgs, insts: list[_Instance], ctx: Context) -> None:
+def _launch(step: KernelStep, args: LaunchArgs, insts: list[_Instance], ctx: Context,
+            packed: _Packed) -> None:
     """The batched launch of ``step`` over ``insts`` (all healthy, equal ``args``)."""
     memory, backend = ctx.memory, ctx.backend
     kernel = step.lowered.kernel
@@ -189,13 +196,13 @@ def _launch(step: KernelStep, args: LaunchArgs, insts: list[_Instance], ctx: Con
     new_maps: list[tuple[int, tuple[int, ...]]] = []
     loads: list[Any] = []
     loads_dense: list[bool] = []
-    temps: list[Any] = []
     slabs: list[Any] = []
     try:
         for k, ld in enumerate(kernel.loads):
-            storages = [memory.storage(inst.inputs[k]) for inst in insts]
+            ids = tuple(inst.inputs[k] for inst in insts)
+            storages = [memory.storage(tid) for tid in ids]
             need = n * ld.dtype.itemsize if ld.dense else max(s.buffer.nbytes for s in storages)
-            buffer, stride = _pack(storages, need, backend, align, temps)
+            buffer, stride = packed.get(ids, storages, need)
             loads.append(buffer)
             loads_dense.append(ld.dense and stride == need)
             if not loads_dense[-1]:
@@ -217,11 +224,9 @@ def _launch(step: KernelStep, args: LaunchArgs, insts: list[_Instance], ctx: Con
         backend.launch(batched, LaunchArgs((count,) + space, tuple(new_maps), args.scalars),
                        loads, slabs)
     except Exception:
-        for buf in slabs + temps:
+        for buf in slabs:
             backend.free(buf)
         raise
-    for buf in temps:
-        backend.free(buf)
     for j, st in enumerate(kernel.stores):
         size, stride = store_nbytes(kernel, st, space), strides_out[j]
         slab = Slab(slabs[j], count)
@@ -249,25 +254,40 @@ def _store_strides(kernel: Kernel, level: Level, space: tuple[int, ...]) -> tupl
     return dense_strides(space)
 
 
-def _pack(storages: list[Storage], need: int, backend: Any, align: int,
-          temps: list[Any]) -> tuple[Any, int]:
-    """(buffer, stride in bytes) holding every instance's ``need`` bytes of input: the
-    one storage they all read (stride 0), the slab they sit in at a fixed stride, or a
-    packed copy (appended to ``temps``)."""
-    first = storages[0]
-    if all(s is first for s in storages):
-        return first.buffer, 0
-    slab = first.slab
-    if slab is not None and len(storages) > 1:
-        stride = storages[1].at - first.at
-        if stride >= need and all(s.slab is slab and s.at == first.at + b * stride
-                                  for b, s in enumerate(storages)):
-            return backend.sub(slab.buffer, first.at, stride * len(storages)), stride
-    stride = -(-need // 4) * 4
-    if stride * len(storages) > backend.max_buffer_size:
-        raise ValueError("the packed inputs would exceed the largest buffer")
-    packed = backend.alloc(stride * len(storages))
-    temps.append(packed)
-    for b, s in enumerate(storages):
-        backend.copy(s.buffer, packed, min(s.buffer.nbytes, need), b * stride)
-    return packed, stride
+class _Packed:
+    """The inputs of a group's instances, each set in one buffer: the one storage they
+    all read (stride 0), the slab they sit in at a fixed stride, or a packed copy — made
+    once per set of tensors (a tensor's data never changes) for every step that reads
+    it, and freed when the group has run."""
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+        self.copies: dict[tuple[tuple[int, ...], int], tuple[Any, int]] = {}
+
+    def get(self, ids: tuple[int, ...], storages: list[Storage], need: int
+            ) -> tuple[Any, int]:
+        """(buffer, stride in bytes) holding ``need`` bytes of each of ``storages``."""
+        first = storages[0]
+        if all(s is first for s in storages):
+            return first.buffer, 0
+        slab = first.slab
+        if slab is not None:
+            stride = storages[1].at - first.at
+            if stride >= need and all(s.slab is slab and s.at == first.at + b * stride
+                                      for b, s in enumerate(storages)):
+                return self.backend.sub(slab.buffer, first.at, stride * len(storages)), stride
+        hit = self.copies.get((ids, need))
+        if hit is not None:
+            return hit
+        stride = -(-need // 4) * 4
+        if stride * len(storages) > self.backend.max_buffer_size:
+            raise ValueError("the packed inputs would exceed the largest buffer")
+        buffer = self.backend.alloc(stride * len(storages))
+        for b, s in enumerate(storages):
+            self.backend.copy(s.buffer, buffer, min(s.buffer.nbytes, need), b * stride)
+        self.copies[(ids, need)] = buffer, stride
+        return buffer, stride
+
+    def free(self) -> None:
+        for buffer, _ in self.copies.values():
+            self.backend.free(buffer)
