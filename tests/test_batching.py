@@ -244,3 +244,27 @@ async def test_a_bug_in_a_batched_group_loses_none_of_its_tensors(bdev, monkeypa
     assert stats.batched_instances == 0  # every member re-ran op by op
     for x, r in zip(xs, results, strict=True):
         assert_close(r, chain8_np(x), rtol=1e-5, atol=1e-6)
+
+
+async def test_results_of_a_batch_feed_later_work_batched_or_alone(bdev):
+    xs, ts = inputs_of(bdev, 10, (1001,))  # rows padded to the storage alignment
+    await bdev.sync()
+    kept: dict[int, af.Tensor] = {}  # id of the input: its result, kept on the device
+
+    def keep(x: af.Tensor) -> af.Tensor:
+        kept[id(x)] = x * 2.0
+        return kept[id(x)]
+
+    _, stats = await run_tasks(bdev, ts, keep)
+    assert stats.batched_instances == 10  # the kept results share one slab
+    ys_dev = [kept[id(t)] for t in ts]
+    # a batched step reading the slab's instances through a strided view (in place where
+    # the tasks come in the slab's order, as on asyncio; else through a packed copy)
+    zs, stats = await run_tasks(bdev, ys_dev, lambda y: y[::3] + 1.0)
+    assert stats.batched_instances == 10
+    for x, z in zip(xs, zs, strict=True):
+        assert_close(z, x[::3] * 2 + 1, rtol=1e-6)
+    # unbatched kernels reading instances of the slab (bound at their offsets)
+    w = await (ys_dev[3] * ys_dev[5]).to_data()
+    assert_close(w, (xs[3] * 2) * (xs[5] * 2), rtol=1e-6)
+    assert_close(await ys_dev[9].to_data(), xs[9] * 2)
