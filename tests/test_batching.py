@@ -14,12 +14,14 @@ from typing import Any
 import anyio
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 import asyncfusion as af
 from asyncfusion.backends.faults import InjectedFault
 from examples.seed_chain import chain as chain8
 from examples.seed_chain import chain_np as chain8_np
 from tests.conftest import assert_close
+from tests.test_fusion_properties import build, programs
 
 
 @pytest.fixture(params=["wgpu", "numpy"])
@@ -268,3 +270,38 @@ async def test_results_of_a_batch_feed_later_work_batched_or_alone(bdev):
     w = await (ys_dev[3] * ys_dev[5]).to_data()
     assert_close(w, (xs[3] * 2) * (xs[5] * 2), rtol=1e-6)
     assert_close(await ys_dev[9].to_data(), xs[9] * 2)
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(program=programs())
+async def test_random_programs_batched_equal_numpy(dev, ref, program):
+    leaves, steps, reads = program
+    tasks = 5
+    per_task = [([(kind, shape, seed + i) for kind, shape, seed in leaves], steps, reads)
+                for i in range(tasks)]  # one program, other data in each task
+    picks: list[Any] = [None] * tasks
+    queued = [0]
+    all_queued, go = anyio.Event(), anyio.Event()
+    results: list[Any] = [None] * tasks
+
+    async def task(i: int) -> None:
+        picks[i] = build(dev, per_task[i])
+        queued[0] += 1
+        if queued[0] == tasks:
+            all_queued.set()
+        await go.wait()
+        results[i] = [await t.to_data() for t in picks[i]]
+
+    async with anyio.create_task_group() as tg:
+        for i in range(tasks):
+            tg.start_soon(task, i)
+        await all_queued.wait()
+        dev.reset_stats()
+        await dev.sync()
+        assert dev.stats().batched_instances >= tasks
+        go.set()
+    for i in range(tasks):
+        expected = [await t.to_data() for t in build(ref, per_task[i])]
+        for got, want in zip(results[i], expected, strict=True):
+            assert_close(got, want, rtol=1e-4, atol=1e-4)
