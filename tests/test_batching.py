@@ -305,3 +305,14 @@ async def test_random_programs_batched_equal_numpy(dev, ref, program):
         expected = [await t.to_data() for t in build(ref, per_task[i])]
         for got, want in zip(results[i], expected, strict=True):
             assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+async def test_a_failed_staging_buffer_fails_only_the_reads_of_its_round(dev):
+    x = af.tensor(np.arange(8, dtype=np.float32), device=dev)
+    await dev.sync()
+    y = x * 2.0
+    await dev.sync()  # computed: the round below only stages the read
+    with dev.inject_fault("alloc", count=1):
+        with pytest.raises(af.ExecutionError, match="reading t"):
+            await y.to_data()
+    assert_close(await y.to_data(), np.arange(8, dtype=np.float32) * 2)

@@ -202,7 +202,13 @@ class WgpuBackend:
         reads, self._reads = self._reads, []
         reads.sort(key=lambda r: (id(r.buffer.gpu), r.src))
         total = sum(r.nbytes for r in reads)
-        group = _ReadGroup(self.staging.acquire(total), len(reads))
+        try:
+            staging = self.staging.acquire(total)
+        except Exception as exc:  # noqa: BLE001 - these reads fail; the round goes on
+            for r in reads:
+                r.error = exc
+            return
+        group = _ReadGroup(staging, len(reads))
         gpu = group.staging.gpu
         run: list[_Read] = []
         at = 0
@@ -220,6 +226,8 @@ class WgpuBackend:
 
     def finish_read(self, token: _Read) -> np.ndarray:
         group = token.group
+        if token.error is not None:
+            raise token.error
         if group is None:  # an empty read
             return np.zeros(token.layout.shape, dtype=token.dtype.np)
         try:
@@ -313,7 +321,7 @@ class _Read:
     """One staged read: words ``first:end`` of ``buffer``; ``dst`` in its group's
     staging buffer once copied."""
 
-    __slots__ = ("buffer", "first", "end", "layout", "dtype", "group", "dst")
+    __slots__ = ("buffer", "first", "end", "layout", "dtype", "group", "dst", "error")
 
     def __init__(self, buffer: Buffer, first: int, end: int, layout: Layout,
                  dtype: DType) -> None:
@@ -324,6 +332,7 @@ class _Read:
         self.dtype = dtype
         self.group: _ReadGroup | None = None
         self.dst = 0
+        self.error: Exception | None = None  # no staging buffer could be had
 
     @property
     def src(self) -> int:
