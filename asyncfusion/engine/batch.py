@@ -11,7 +11,7 @@ A batched launch is the step's kernel with one more index-space dimension, the i
 (:meth:`Kernel.over_instances`). An input whose instances all sit in one slab at a fixed
 stride (a batched step's outputs) is bound as it is; one tensor that every instance reads
 is bound once, at stride 0; otherwise the instances' inputs are copied into one packed
-buffer first. Each output is one *slab*: every instance's tensor is a range of it (a
+buffer first (once per group, for every step that reads them). Each output is one *slab*: every instance's tensor is a range of it (a
 :class:`~asyncfusion.engine.memory.Storage` of the slab), so the next batched step reads
 it in place and the round's reads of it are one staging copy.
 

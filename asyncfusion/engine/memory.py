@@ -2,9 +2,8 @@
 
 A storage is one backend buffer, or one instance's range of a *slab* (the packed output
 of a batched kernel, freed once its last instance is). Kernel outputs and uploads create
-one; a view binds its
-tensor id to the storage it views (one more reference), so a view keeps its base's data
-alive after the base's handle is gone. Only :meth:`Memory.release` gives buffers back, and
+one; a view binds its tensor id to the storage it views (one more reference), so a view
+keeps its base's data alive after the base's handle is gone. Only :meth:`Memory.release` gives buffers back, and
 only when the last tensor bound to a storage is released. Backends allocate, launch and
 read; they never see this table.
 """
