@@ -3,8 +3,9 @@
 The server task never touches the GPU itself. Each round — every request that arrived
 since the last one, from any number of tasks — runs on the device's executor thread (one
 persistent thread per device, fed by a queue): drain the streams involved, run their
-plans, stage the reads, submit all of it as one submission, then map and copy every read
-of the round. The thread hands the round back to the event loop with one thread-safe call
+plans (the equal plans of different streams as one launch per kernel: see
+``engine/batch.py``), stage the reads, submit all of it as one submission, then map and
+copy every read of the round (one staging buffer for all of them). The thread hands the round back to the event loop with one thread-safe call
 (asyncio's ``call_soon_threadsafe``, trio's token), and the server wakes each reader with
 its data. Staging buffers never leave the executor thread, so a cancelled reader can leak
 none. No lock is held across any await, and nothing that blocks (submit, map, compile)
@@ -31,6 +32,7 @@ import numpy as np
 
 from . import _debug
 from .engine import Memory, Poison, Storage
+from .engine.batch import Deferred
 from .errors import DeviceClosedError, DeviceLostError, ExecutionError
 from .engine.plan import Context, run_single
 from .ir import DropOp, Layout, OperationIr
@@ -125,17 +127,20 @@ class Executor:
         self.backend = backend
         self.counters = counters
         self.memory = Memory(backend)
+        self.deferred = Deferred(runner, self.memory, counters)
 
     def round(self, requests: list[Request], sync: bool) -> None:
         """One round (executor thread): run what ``requests`` need, submit it, and fill
         in each read's ``data`` or ``error``."""
+        self.counters.rounds += 1
         self.streams.reclaim()  # dead work of ended tasks goes without running
         for tid in self.streams.take_freeable():
             self._release(tid)
         keys = self.streams.keys() if sync else list(
             dict.fromkeys([r.stream for r in requests] + self.streams.long_queues()))
         for key in keys:
-            self.drain(key)
+            self.drain(key, batch=True)
+        self.deferred.flush(self._recover)
         reads = [r for r in requests if r.tensor is not None and not r.cancelled]
         tokens: list[tuple[Request, Any]] = []
         for r in reads:
@@ -194,9 +199,19 @@ class Executor:
         err.__cause__ = cause
         return err
 
-    def drain(self, key: Hashable, upto: int | None = None) -> None:
-        """Run a stream's queued ops (the first ``upto``), producers in other streams first."""
+    def drain(self, key: Hashable, upto: int | None = None, batch: bool = False) -> None:
+        """Run a stream's queued ops (the first ``upto``), producers in other streams first;
+        ``batch``: they may wait for the round's other streams with the same plan."""
         ops, frees = self.streams.take(key, upto)
+        if not ops:
+            return
+        if batch:
+            if trace_enabled():
+                for op in ops:
+                    emit(f"[registered] {op.describe()}")
+            if self.deferred.offer(ops, frees):
+                return
+        self.deferred.flush(self._recover)  # what waits goes first, as it was taken first
         start = 0
         memory = self.memory
         for i, op in enumerate(ops):
@@ -204,30 +219,33 @@ class Executor:
                 if t.id not in memory:
                     prod = self.streams.pending_producer(t.id)
                     if prod is not None:
-                        self._run(ops[start:i])
+                        self._run(ops[start:i], traced=batch)
                         start = i
                         self.drain(*prod)
-        self._run(ops[start:])
+        self._run(ops[start:], traced=batch)
         for tid in frees:
             self._release(tid)
 
-    def _run(self, ops: list[OperationIr]) -> None:
+    def _run(self, ops: list[OperationIr], traced: bool = False) -> None:
         if not ops:
             return
-        if trace_enabled():
+        if trace_enabled() and not traced:
             for op in ops:
                 emit(f"[registered] {op.describe()}")
         try:
             self.runner.run(ops, self.memory)
         except Exception:  # noqa: BLE001 - a bug outside the steps' own isolation
-            # These ops have left their queue: if they are not run now, their outputs are
-            # lost for good. Run what did not run, op by op, each failure isolated.
-            memory = self.memory
-            ctx = Context(memory, self.counters)
-            for op in ops:
-                outs = op.outputs()
-                if type(op) is DropOp or not all(t.id in memory for t in outs):
-                    run_single(op, ctx)
+            self._recover(ops)
+
+    def _recover(self, ops: list[OperationIr]) -> None:
+        """These ops have left their queue: if they are not run now, their outputs are
+        lost for good. Run what did not run, op by op, each failure isolated."""
+        memory = self.memory
+        ctx = Context(memory, self.counters)
+        for op in ops:
+            outs = op.outputs()
+            if type(op) is DropOp or not all(t.id in memory for t in outs):
+                run_single(op, ctx)
 
     def _release(self, tid: int) -> None:
         self.memory.release(tid)

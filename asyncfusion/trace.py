@@ -76,6 +76,8 @@ class CounterSnapshot:
     kernels_generated: int
     submissions: int
     kernels: dict[str, int]
+    batched_instances: int = 0  # kernel-step instances that ran in a launch shared by streams
+    rounds: int = 0  # executor rounds (each: every request that arrived since the last)
 
 
 @dataclass
@@ -90,6 +92,8 @@ class Counters:
     kernels_generated: int = 0
     submissions: int = 0
     kernels: _Tally[str] = field(default_factory=_Tally)
+    batched_instances: int = 0
+    rounds: int = 0
 
     def launch(self, name: str) -> None:
         self.launches += 1
@@ -101,7 +105,8 @@ class Counters:
     def snapshot(self) -> CounterSnapshot:
         return CounterSnapshot(self.launches, self.blocks, self.fused_blocks,
                                self.plan_cache_hits, self.plan_cache_misses,
-                               self.kernels_generated, self.submissions, dict(self.kernels))
+                               self.kernels_generated, self.submissions, dict(self.kernels),
+                              self.batched_instances, self.rounds)
 
     def reset(self) -> None:
         fresh = Counters()

@@ -5,7 +5,9 @@
    ``to_data()``; versus the same N chains read one after another in one task; versus
    numpy doing the N chains in a thread pool (and serially, for reference). The device
    server batches every request that arrived since its last round into one submission,
-   so ``submissions`` per N shows the batching.
+   and the equal chains of a round's tasks into one launch (cross-stream batching): the
+   table shows submissions, launches and rounds per repetition, launches per round and
+   the instances that ran batched.
 2. Event-loop stall: a ticker task sleeps 1 ms in a loop and records how late each wake
    is, first alone (baseline), then beside heavy device work (1e6-element chains read in
    a loop, by one task and by 4 tasks), then beside numpy running the same chain on the
@@ -72,7 +74,11 @@ async def throughput(dev: Any, n: int, plan: Plan, pool: ThreadPoolExecutor) -> 
         s = dev.stats()
         out[label] = {"ms": st.summary(1e3), "chains_per_s": n / st.median,
                       "submissions_per_rep": s.submissions / st.n,
-                      "launches_per_rep": s.launches / st.n, "max_abs_err": err}
+                      "launches_per_rep": s.launches / st.n,
+                      "rounds_per_rep": s.rounds / st.n,
+                      "launches_per_round": s.launches / max(s.rounds, 1),
+                      "batched_instances_per_rep": s.batched_instances / st.n,
+                      "max_abs_err": err}
 
     def np_pool() -> None:
         list(pool.map(C.chain_np, xs_np))
@@ -169,11 +175,14 @@ def main(args: Any) -> None:
                      s["chains_per_s"], nt["ms"]["median"], nt["chains_per_s"],
                      ns["chains_per_s"], C.ratio(s["ms"]["median"], c["ms"]["median"]),
                      C.ratio(nt["ms"]["median"], c["ms"]["median"]),
-                     c["submissions_per_rep"], s["submissions_per_rep"], c["launches_per_rep"]])
+                     c["submissions_per_rep"], s["submissions_per_rep"], c["launches_per_rep"],
+                     c["rounds_per_rep"], c["launches_per_round"],
+                     c["batched_instances_per_rep"]])
     print()
     print(C.table(["N", "conc ms", "conc ch/s", "seq ms", "seq ch/s", "np-pool ms",
                    "np-pool ch/s", "np-serial ch/s", "speedup vs seq", "speedup vs np-pool",
-                   "subm conc", "subm seq", "launch conc"], rows,
+                   "subm conc", "subm seq", "launch conc", "rounds conc", "launch/round",
+                   "batched conc"], rows,
                   f"N tasks x (8-op chain on {ELEMS} elements + await to_data()), fused "
                   f"device, {args.loop}  (median wall time of all N; speedup > 1: "
                   "concurrent asyncfusion is faster)"))

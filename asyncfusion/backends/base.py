@@ -57,12 +57,23 @@ class Backend(Protocol):
     max_buffer_size: int
     fuses: bool
     faults: FaultInjector
+    storage_align: int  # bytes: where a range of a buffer (``sub``) may start
 
     def alloc(self, nbytes: int) -> Any: ...
 
     def free(self, buffer: Any) -> None: ...
 
     def upload(self, data: np.ndarray) -> Any: ...
+
+    def sub(self, buffer: Any, offset: int, nbytes: int) -> Any:
+        """``nbytes`` of ``buffer`` from byte ``offset`` (a multiple of ``storage_align``),
+        usable as a buffer of its own; never freed itself (its buffer is)."""
+        ...
+
+    def copy(self, src: Any, dst: Any, nbytes: int, dst_offset: int) -> None:
+        """Copy the first ``nbytes`` of ``src`` to ``dst`` at byte ``dst_offset``, after
+        the work launched so far."""
+        ...
 
     def launch(self, kernel: Kernel, args: LaunchArgs, loads: list[Any],
                stores: list[Any]) -> None: ...

@@ -25,8 +25,8 @@ __all__ = ["NumpyBackend", "HostBuffer"]
 class HostBuffer:
     __slots__ = ("data", "nbytes")
 
-    def __init__(self, nbytes: int) -> None:
-        self.data = np.zeros(-(-nbytes // 4) * 4, dtype=np.uint8)
+    def __init__(self, nbytes: int, data: np.ndarray | None = None) -> None:
+        self.data = np.zeros(-(-nbytes // 4) * 4, dtype=np.uint8) if data is None else data
         self.nbytes = nbytes
 
     def words(self, dtype: DType) -> np.ndarray:
@@ -144,6 +144,7 @@ class NumpyBackend:
     fuses = True
     max_storage_bindings = 1 << 30
     max_buffer_size = 1 << 62
+    storage_align = 4
 
     def __init__(self) -> None:
         self.faults = FaultInjector()
@@ -169,6 +170,12 @@ class NumpyBackend:
         buf = self.alloc(raw.nbytes)
         buf.data[:raw.nbytes] = raw.reshape(-1).view(np.uint8)
         return buf
+
+    def sub(self, buffer: HostBuffer, offset: int, nbytes: int) -> HostBuffer:
+        return HostBuffer(nbytes, buffer.data[offset:offset + -(-nbytes // 4) * 4])
+
+    def copy(self, src: HostBuffer, dst: HostBuffer, nbytes: int, dst_offset: int) -> None:
+        dst.data[dst_offset:dst_offset + nbytes] = src.data[:nbytes]
 
     def launch(self, kernel: Kernel, args: LaunchArgs, loads: list[HostBuffer],
                stores: list[HostBuffer]) -> None:

@@ -1,8 +1,9 @@
 """The one owner of device memory: tensor id -> reference-counted storage.
 
-A storage is one backend buffer. Kernel outputs and uploads create one; a view binds its
-tensor id to the storage it views (one more reference), so a view keeps its base's data
-alive after the base's handle is gone. Only :meth:`Memory.release` gives buffers back, and
+A storage is one backend buffer, or one instance's range of a *slab* (the packed output
+of a batched kernel, freed once its last instance is). Kernel outputs and uploads create
+one; a view binds its tensor id to the storage it views (one more reference), so a view
+keeps its base's data alive after the base's handle is gone. Only :meth:`Memory.release` gives buffers back, and
 only when the last tensor bound to a storage is released. Backends allocate, launch and
 read; they never see this table.
 """
@@ -14,7 +15,7 @@ from collections.abc import Iterable
 
 from ..backends.base import Backend, Buffer
 
-__all__ = ["Memory", "Poison", "Storage"]
+__all__ = ["Memory", "Poison", "Slab", "Storage"]
 
 
 class Poison:
@@ -40,12 +41,26 @@ class Poison:
         self.error = error
 
 
-class Storage:
-    __slots__ = ("buffer", "refs")
+class Slab:
+    """One backend buffer shared by the storages of a batched kernel's instances."""
 
-    def __init__(self, buffer: Buffer) -> None:
+    __slots__ = ("buffer", "live")
+
+    def __init__(self, buffer: Buffer, live: int) -> None:
+        self.buffer = buffer
+        self.live = live  # storages carved from it that are not released yet
+
+
+class Storage:
+    """A buffer, or the range of ``slab`` from byte ``at`` that ``buffer`` stands for."""
+
+    __slots__ = ("buffer", "refs", "slab", "at")
+
+    def __init__(self, buffer: Buffer, slab: Slab | None = None, at: int = 0) -> None:
         self.buffer = buffer
         self.refs = 0
+        self.slab = slab
+        self.at = at
 
 
 class Memory:
@@ -98,7 +113,13 @@ class Memory:
         if type(h) is Storage:
             h.refs -= 1
             if h.refs == 0:
-                self.backend.free(h.buffer)
+                slab = h.slab
+                if slab is None:
+                    self.backend.free(h.buffer)
+                else:
+                    slab.live -= 1
+                    if slab.live == 0:
+                        self.backend.free(slab.buffer)
 
     def release_all(self) -> None:
         for tid in list(self.table):

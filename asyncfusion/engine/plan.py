@@ -16,11 +16,13 @@ from dataclasses import dataclass
 
 from ..ir import (CatOp, DropOp, ElementwiseOp, GatherOp, InitOp, MatmulOp, OperationIr,
                   ReduceOp, Renumber, TensorStatus, ViewOp, dense_strides, numel)
-from ..kernel import Kernel, LaunchArgs, Level, Lowered, align_to, copy_kernel, lower
+from ..kernel import (Kernel, LaunchArgs, Level, Lowered, Store, align_to, copy_kernel,
+                      lower)
 from ..trace import Counters, emit, trace_enabled
 from .memory import Memory, Poison, Storage
 
-__all__ = ["Context", "Step", "OpStep", "ReleaseStep", "KernelStep", "CatStep", "single_step", "run_single"]
+__all__ = ["Context", "Step", "OpStep", "ReleaseStep", "KernelStep", "CatStep", "single_step",
+           "run_single", "store_nbytes"]
 
 
 class Context:
@@ -154,6 +156,23 @@ class KernelStep(Step):
                 unlent = [inputs[s.inplace] for s in kernel.stores if s.inplace is not None]
                 kernel = kernel.without_inplace()
                 break
+        args = self.launch_args(block)
+        stores = []
+        for st, tid in zip(kernel.stores, outputs, strict=True):
+            if st.inplace is not None:
+                stores.append(storages[st.inplace].buffer)
+            else:
+                stores.append(memory.allocate(tid, store_nbytes(kernel, st, args.shape)).buffer)
+        ctx.backend.launch(kernel, args, [s.buffer for s in storages], stores)
+        for st, tid in zip(kernel.stores, outputs, strict=True):
+            if st.inplace is not None:  # only now: a failed launch leaves its inputs as they were
+                memory.move(inputs[st.inplace], tid)
+        for tid in unlent:
+            memory.release(tid)
+
+    def launch_args(self, block: list[OperationIr]) -> LaunchArgs:
+        """The sizes, index maps and scalars of this step's kernel on ``block``."""
+        lw = self.lowered
         p, of_input = lw.shape_from
         src = block[p]
         if type(src) is MatmulOp:
@@ -172,19 +191,13 @@ class KernelStep(Step):
                 maps.append((0, dense))
         scalars = tuple(block[pos].scalars[k]  # type: ignore[attr-defined]
                         for pos, k in lw.scalar_refs)
-        stores = []
-        n = numel(space)
-        for st, tid in zip(kernel.stores, outputs, strict=True):
-            if st.inplace is not None:
-                memory.move(inputs[st.inplace], tid)
-                stores.append(storages[st.inplace].buffer)
-            else:
-                size = n if st.level is not Level.OUT else _out_numel(space, kernel)
-                stores.append(memory.allocate(tid, size * st.dtype.itemsize).buffer)
-        ctx.backend.launch(kernel, LaunchArgs(space, tuple(maps), scalars),
-                           [s.buffer for s in storages], stores)
-        for tid in unlent:
-            memory.release(tid)
+        return LaunchArgs(space, tuple(maps), scalars)
+
+
+def store_nbytes(kernel: Kernel, st: Store, space: tuple[int, ...]) -> int:
+    """Bytes of the buffer a store of ``kernel`` writes over ``space``."""
+    n = numel(space) if st.level is not Level.OUT else _out_numel(space, kernel)
+    return n * st.dtype.itemsize
 
 
 def _out_numel(space: tuple[int, ...], kernel: Kernel) -> int:

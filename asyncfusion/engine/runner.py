@@ -41,6 +41,14 @@ class Runner:
         return [single_step(ops, i, rel) for i in range(len(ops))]
 
     def run(self, ops: list[OperationIr], memory: Memory) -> None:
+        plan, ids = self.lookup(ops)[1:]
+        ctx = Context(memory, self.counters)
+        for step in plan:
+            step.run(ops, ids, ctx)
+
+    def lookup(self, ops: list[OperationIr]) -> tuple[tuple[Any, ...], list[Step], list[int]]:
+        """(relative signature, its cached plan, the segment's tensor id per relative id):
+        segments of equal signature share the plan, whatever their ids."""
         rn = Renumber()
         key = tuple(op.signature(rn) for op in ops)
         plan = self.plans.get(key)
@@ -53,10 +61,7 @@ class Runner:
         else:
             self.counters.plan_cache_hits += 1
             self.plans.move_to_end(key)
-        ctx = Context(memory, self.counters)
-        ids = rn.ids
-        for step in plan:
-            step.run(ops, ids, ctx)
+        return key, plan, rn.ids
 
 
 class Fusion(Runner):

@@ -142,6 +142,24 @@ class Kernel:
         return Kernel(self.rank, self.loads, self.body, stores, self.scalars, self.reduce,
                       self.reduced, self.vec4, self.matmul)
 
+    def over_instances(self, loads_dense: tuple[bool, ...],
+                       stores_dense: tuple[bool, ...]) -> Kernel:
+        """This kernel run over many instances at once (horizontal batching): a leading
+        index-space dimension numbers the instance, and each instance's data sits at a
+        stride of its own in every bound buffer (the dimension's stride in the maps).
+        A load or store stays dense where the instances' data follow each other without
+        gaps; outputs are never written in place."""
+        loads = tuple(Load(ld.dtype, dense, ld.level,
+                           None if ld.gather is None else (ld.gather[0], ld.gather[1] + 1,
+                                                           ld.gather[2]))
+                      for ld, dense in zip(self.loads, loads_dense, strict=True))
+        stores = tuple(Store(st.value, st.dtype, st.level, dense, None)
+                       for st, dense in zip(self.stores, stores_dense, strict=True))
+        vec4 = self.vec4 and all(loads_dense) and all(stores_dense)
+        reduced = (False,) + self.reduced if self.reduced else ()
+        return Kernel(self.rank + 1, loads, self.body, stores, self.scalars, self.reduce,
+                      reduced, vec4, self.matmul)
+
 
 @dataclass(frozen=True, slots=True)
 class LaunchArgs:

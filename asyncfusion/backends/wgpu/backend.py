@@ -87,10 +87,12 @@ class WgpuBackend:
         self.faults = FaultInjector()
         self.max_storage_bindings = self.rt.max_storage_bindings
         self.max_buffer_size = self.rt.max_buffer_size
+        self.storage_align = self.rt.storage_align
         self.pool = BufferPool(self.rt.create_storage, self.faults, self.rt.forget_buffer,
                                self.rt.pool_budget)
         self.staging = BufferPool(self.rt.create_staging, self.faults, self.rt.forget_buffer)
         self.batch = self.rt.new_batch()
+        self._reads: list[_Read] = []  # staged, copied at the next flush
         self._kernels: OrderedDict[tuple[Kernel, MatmulTiles | None], str] = OrderedDict()
         self.gpu = self.rt.adapter_info.get("adapter_type") != "CPU"
         self.limits = dict(self.rt.device.limits)
@@ -123,6 +125,15 @@ class WgpuBackend:
         if raw.size:
             self.rt.queue.write_buffer(buf.gpu, 0, raw.tobytes())
         return buf
+
+    def sub(self, buffer: Buffer, offset: int, nbytes: int) -> Buffer:
+        size = -(-nbytes // self.storage_align) * self.storage_align
+        return Buffer(buffer.gpu, size, nbytes, buffer.offset + offset)
+
+    def copy(self, src: Buffer, dst: Buffer, nbytes: int, dst_offset: int) -> None:
+        self.rt.check_alive()
+        self.rt.copy(self.batch, src.gpu, dst.gpu, -(-nbytes // 4) * 4, src.offset,
+                     dst.offset + dst_offset)
 
     # -- kernels -------------------------------------------------------------------------
     def _wgsl(self, kernel: Kernel, tiles: MatmulTiles | None = None) -> str:
@@ -191,39 +202,72 @@ class WgpuBackend:
         assert_off_loop("queue.submit")
         with self.rt.lock:  # lose() takes it too: never submit to a destroyed device
             self.rt.check_alive()
+            if self._reads:
+                self._copy_reads()
             if self.rt.submit(self.batch):
                 self.counters.submissions += 1
         self.pool.submitted()
 
     # -- reads ---------------------------------------------------------------------------
-    def stage_read(self, buffer: Buffer, layout: Layout, dtype: DType) -> Any:
+    def stage_read(self, buffer: Buffer, layout: Layout, dtype: DType) -> _Read:
+        """Note a read; the next flush copies every read noted since the last one into one
+        staging buffer (ranges that follow each other in a buffer in one copy)."""
         first, end = layout.span()
-        nbytes = (end - first) * dtype.itemsize
-        staging = self.staging.acquire(max(nbytes, 4))
-        if nbytes:
-            self.rt.copy(self.batch, buffer.gpu, staging.gpu, nbytes,
-                         src_offset=first * dtype.itemsize)
-        return (staging, first, end, layout, dtype)
+        read = _Read(buffer, first, end, layout, dtype)
+        if end > first:
+            self._reads.append(read)
+        return read
 
-    def finish_read(self, token: Any) -> np.ndarray:
-        staging, first, end, layout, dtype = token
+    def _copy_reads(self) -> None:
+        reads, self._reads = self._reads, []
+        reads.sort(key=lambda r: (id(r.buffer.gpu), r.src))
+        total = sum(r.nbytes for r in reads)
+        try:
+            staging = self.staging.acquire(total)
+        except Exception as exc:  # noqa: BLE001 - these reads fail; the round goes on
+            for r in reads:
+                r.error = exc
+            return
+        group = _ReadGroup(staging, len(reads))
+        gpu = group.staging.gpu
+        run: list[_Read] = []
+        at = 0
+        for r in reads:
+            r.group, r.dst = group, at
+            at += r.nbytes
+            if run and (r.buffer.gpu is not run[-1].buffer.gpu or
+                        r.src != run[-1].src + run[-1].nbytes):
+                self.rt.copy(self.batch, run[0].buffer.gpu, gpu, r.dst - run[0].dst,
+                             run[0].src, run[0].dst)
+                run = []
+            run.append(r)
+        self.rt.copy(self.batch, run[0].buffer.gpu, gpu, at - run[0].dst, run[0].src,
+                     run[0].dst)
+
+    def finish_read(self, token: _Read) -> np.ndarray:
+        group = token.group
+        if token.error is not None:
+            raise token.error
+        if group is None:  # an empty read
+            return np.zeros(token.layout.shape, dtype=token.dtype.np)
         try:
             self.rt.check_alive()
-            if end == first:
-                return np.zeros(layout.shape, dtype=dtype.np)
-            assert_off_loop("buffer.map_sync")
-            staging.gpu.map_sync(1, 0, staging.capacity)  # wgpu.MapMode.READ
-            try:
-                nbytes = (end - first) * dtype.itemsize
-                raw = np.frombuffer(staging.gpu.read_mapped(0, nbytes), dtype=dtype.storage_np)
-                return host_view(raw, first, layout, dtype)
-            finally:
-                staging.gpu.unmap()
+            raw = group.host()
         finally:
-            self.staging.release(staging)
+            self._done(group)
+        words = raw[token.dst:token.dst + token.nbytes].view(token.dtype.storage_np)
+        return host_view(words, token.first, token.layout, token.dtype)
 
-    def discard_read(self, token: Any) -> None:
-        self.staging.release(token[0])
+    def discard_read(self, token: _Read) -> None:
+        if token.group is not None:
+            self._done(token.group)
+        elif token in self._reads:  # never copied (the submission failed first)
+            self._reads.remove(token)
+
+    def _done(self, group: _ReadGroup) -> None:
+        group.left -= 1
+        if group.left == 0:
+            self.staging.release(group.staging)
 
     def wait_idle(self) -> None:
         """Submit what is encoded and block until the GPU has finished all of it."""
@@ -260,3 +304,60 @@ class WgpuBackend:
             self.rt.forget_buffer(arena)
             arena.destroy()
         self.batch = self.rt.new_batch()
+
+
+class _ReadGroup:
+    """One staging buffer that the reads of one flush share: mapped once, by whichever
+    read finishes first (executor thread), copied to the host and unmapped at once."""
+
+    __slots__ = ("staging", "left", "_raw", "_error")
+
+    def __init__(self, staging: Buffer, reads: int) -> None:
+        self.staging = staging
+        self.left = reads  # reads not finished or discarded yet
+        self._raw: np.ndarray | None = None
+        self._error: BaseException | None = None
+
+    def host(self) -> np.ndarray:
+        if self._error is not None:
+            raise self._error
+        if self._raw is None:
+            gpu = self.staging.gpu
+            try:
+                assert_off_loop("buffer.map_sync")
+                gpu.map_sync(1, 0, self.staging.capacity)  # wgpu.MapMode.READ
+                try:
+                    self._raw = np.frombuffer(gpu.read_mapped(0, self.staging.nbytes),
+                                              dtype=np.uint8)
+                finally:
+                    gpu.unmap()
+            except Exception as exc:  # noqa: BLE001 - every read of the group fails alike
+                self._error = exc
+                raise
+        return self._raw
+
+
+class _Read:
+    """One staged read: words ``first:end`` of ``buffer``; ``dst`` in its group's
+    staging buffer once copied."""
+
+    __slots__ = ("buffer", "first", "end", "layout", "dtype", "group", "dst", "error")
+
+    def __init__(self, buffer: Buffer, first: int, end: int, layout: Layout,
+                 dtype: DType) -> None:
+        self.buffer = buffer
+        self.first = first
+        self.end = end
+        self.layout = layout
+        self.dtype = dtype
+        self.group: _ReadGroup | None = None
+        self.dst = 0
+        self.error: Exception | None = None  # no staging buffer could be had
+
+    @property
+    def src(self) -> int:
+        return self.buffer.offset + self.first * self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return (self.end - self.first) * self.dtype.itemsize

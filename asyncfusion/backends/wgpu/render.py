@@ -279,7 +279,8 @@ class _Writer:
         self.level(Level.OUT, 2, list(range(k.rank)), (Level.OUT,))
         for j, st in enumerate(k.stores):
             if st.level is Level.OUT:
-                self.store(j, "row", 2)
+                self.store(j, "row" if st.dense else self.index(self.store_map[j],
+                                                                range(k.rank)), 2)
         for a in shared:
             e = self.expr(a)
             val = f"select(0u, 1u, {e})" if self.dtype_of(a) is DType.bool else e

@@ -37,11 +37,13 @@ def size_class(nbytes: int) -> int:
 
 @dataclass(eq=False, slots=True)
 class Buffer:
-    """A pooled storage buffer; ``nbytes`` is what the tensor uses of it."""
+    """A pooled storage buffer; ``nbytes`` is what the tensor uses of it. A range of a
+    buffer (``offset`` > 0, a batched kernel's instance) is bound from ``offset``."""
 
     gpu: Any
     capacity: int
     nbytes: int
+    offset: int = 0
 
 
 @dataclass(slots=True)
@@ -114,7 +116,9 @@ class Runtime:
             "max-compute-workgroup-size-x": max(self.workgroup, 256),
             "max-buffer-size": lim["max-buffer-size"],
             "max-storage-buffer-binding-size": lim["max-storage-buffer-binding-size"],
+            "min-storage-buffer-offset-alignment": lim["min-storage-buffer-offset-alignment"],
         })
+        self.storage_align = max(lim["min-storage-buffer-offset-alignment"], 4)
         self.queue = self.device.queue
         self.lock = threading.RLock()  # serializes encoding/submission across devices
         self.lost: str | None = None
@@ -203,13 +207,15 @@ class Runtime:
         off = batch.used
         host[off:off + len(data)] = data
         batch.used = -(-(off + size) // self.uniform_align) * self.uniform_align
-        key = (bgl, arena, size) + tuple(b.gpu for b, _ in storage)
+        key = (bgl, arena, size) + tuple(
+            x for b, _ in storage for x in (b.gpu, b.offset, b.capacity))
         group = self._groups.get(key)
         if group is None:
             entries = [{"binding": 0, "resource": {"buffer": arena, "offset": 0, "size": size}}]
             for b, (buf, _) in enumerate(storage, start=1):
                 bsize = min(buf.capacity, self.max_binding)  # cached: bind it all
-                entries.append({"binding": b, "resource": {"buffer": buf.gpu, "offset": 0,
+                entries.append({"binding": b, "resource": {"buffer": buf.gpu,
+                                                            "offset": buf.offset,
                                                             "size": bsize}})
             group = self.device.create_bind_group(layout=bgl, entries=entries)
             if len(self._groups) >= _MAX_GROUPS:
@@ -223,10 +229,11 @@ class Runtime:
         cp.dispatch_workgroups(*self.grid(threads))
         batch.dispatches += 1
 
-    def copy(self, batch: _Batch, src: Any, dst: Any, nbytes: int, src_offset: int = 0) -> None:
+    def copy(self, batch: _Batch, src: Any, dst: Any, nbytes: int, src_offset: int = 0,
+             dst_offset: int = 0) -> None:
         """Encode a buffer copy after everything encoded so far (ends the open pass)."""
         self._end_pass(batch)
-        self.encoder(batch).copy_buffer_to_buffer(src, src_offset, dst, 0, nbytes)
+        self.encoder(batch).copy_buffer_to_buffer(src, src_offset, dst, dst_offset, nbytes)
 
     def _end_pass(self, batch: _Batch) -> None:
         if batch.cpass is not None:

@@ -1,0 +1,293 @@
+"""Cross-stream (horizontal) batching: equal segments of many streams, one launch per step.
+
+In one round, the segments that different streams hand the executor often have the same
+relative signature — hundreds of tasks serving one model each run the same chain on their
+own inputs — and so the same cached plan. :class:`Deferred` holds such segments back
+while the round drains its streams, grouped by signature, and then runs each group's plan
+in lockstep: every step for all members, and each kernel step as *one* launch over all
+members whose launch arguments (sizes, strides, scalars) are equal.
+
+A batched launch is the step's kernel with one more index-space dimension, the instance
+(:meth:`Kernel.over_instances`). An input whose instances all sit in one slab at a fixed
+stride (a batched step's outputs) is bound as it is; one tensor that every instance reads
+is bound once, at stride 0; otherwise the instances' inputs are copied into one packed
+buffer first (once per group, for every step that reads them). Each output is one *slab*: every instance's tensor is a range of it (a
+:class:`~asyncfusion.engine.memory.Storage` of the slab), so the next batched step reads
+it in place and the round's reads of it are one staging copy.
+
+Only self-contained segments wait: their inputs are already computed, and no segment
+waiting before them reads what they free. Anything else first runs what waits, so the
+order of the streams' effects on memory is the one an unbatched round has. Failures stay
+per instance: a poisoned instance runs its step alone (and poisons only its own outputs),
+and a batched launch that fails is run again instance by instance, each isolated as usual.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..ir import DropOp, OperationIr, TensorStatus, dense_strides, numel
+from ..kernel import Kernel, LaunchArgs, Level
+from ..trace import Counters, emit, trace_enabled
+from .memory import Memory, Slab, Storage
+from .plan import Context, KernelStep, Step, store_nbytes
+from .runner import Runner
+
+__all__ = ["Deferred"]
+
+
+@dataclass(slots=True)
+class _Group:
+    plan: list[Step]
+    members: list[tuple[list[OperationIr], list[int]]]  # (segment, its ids per relative id)
+
+
+@dataclass(slots=True)
+class _Instance:
+    ops: list[OperationIr]
+    ids: list[int]
+    inputs: list[int]
+    outputs: list[int]
+
+
+class Deferred:
+    """The self-contained segments of one round, grouped by plan (executor thread)."""
+
+    def __init__(self, runner: Runner, memory: Memory, counters: Counters) -> None:
+        self.runner = runner
+        self.memory = memory
+        self.counters = counters
+        self.groups: dict[tuple[Any, ...], _Group] = {}
+        self.reads: set[int] = set()  # computed tensors that waiting segments read
+        self.releases: set[int] = set()  # and those they free
+        self.frees: list[int] = []  # freed once the waiting segments ran
+
+    def offer(self, ops: list[OperationIr], frees: list[int]) -> bool:
+        """Hold ``ops`` (a stream's whole take) back for batching, with the ids that are
+        free once they ran; False (nothing held) if they cannot wait."""
+        if not self.runner.fuse:
+            return False
+        memory = self.memory
+        made: set[int] = set()
+        reads: set[int] = set()
+        releases: set[int] = set()
+        for op in ops:
+            if type(op) is DropOp:
+                releases.add(op.tensor.id)
+                continue
+            for t in op.inputs():
+                if t.id not in made:
+                    if t.id not in memory:
+                        return False  # made by a stream still queued, or by a waiting one
+                    reads.add(t.id)
+                if t.status is TensorStatus.READ_WRITE:
+                    releases.add(t.id)
+            made.update(t.id for t in op.outputs())
+        if releases & self.reads or reads & self.releases:
+            return False
+        try:
+            key, plan, ids = self.runner.lookup(ops)
+        except Exception:  # noqa: BLE001 - a bug in planning: the unbatched path recovers
+            return False
+        group = self.groups.get(key)
+        if group is None:
+            self.groups[key] = _Group(plan, [(ops, ids)])
+        else:
+            group.members.append((ops, ids))
+        self.reads |= reads
+        self.releases |= releases
+        self.frees.extend(frees)
+        return True
+
+    def flush(self, recover: Callable[[list[OperationIr]], None]) -> None:
+        """Run every waiting segment, a group at a time; ``recover`` re-runs the ops of a
+        group's members that did not run if the group fails outside its steps' isolation."""
+        if not self.groups:
+            return
+        groups, self.groups = self.groups, {}
+        ctx = Context(self.memory, self.counters)
+        for group in groups.values():
+            packed = _Packed(ctx.backend)
+            try:
+                for step in group.plan:
+                    if type(step) is KernelStep and len(group.members) > 1:
+                        _run_batched(step, group.members, ctx, packed)
+                    else:
+                        for ops, ids in group.members:
+                            step.run(ops, ids, ctx)
+            except Exception:  # noqa: BLE001 - a bug outside the steps' own isolation
+                for ops, _ in group.members:
+                    recover(ops)
+            finally:
+                packed.free()
+        frees, self.frees = self.frees, []
+        self.reads.clear()
+        self.releases.clear()
+        for tid in frees:
+            self.memory.release(tid)
+
+
+def _run_batched(step: KernelStep, members: list[tuple[list[OperationIr], list[int]]],
+                 ctx: Context, packed: _Packed) -> None:
+    """One kernel step for every member: one launch per set of equal launch arguments."""
+    memory = ctx.memory
+    by_args: dict[LaunchArgs, list[_Instance]] = {}
+    for ops, ids in members:
+        outputs = [ids[r] for r in step.outputs]
+        inputs = [ids[r] for r in step.inputs]
+        if not outputs or memory.poisoned(inputs) is not None:
+            step.run(ops, ids, ctx)  # nothing to launch, or its poison to pass on
+            continue
+        args = step.launch_args([ops[p] for p in step.positions])
+        by_args.setdefault(args, []).append(_Instance(ops, ids, inputs, outputs))
+    limit = _max_instances(step, ctx)
+    for args, insts in by_args.items():
+        cap = limit(args)
+        while insts:
+            chunk, insts = insts[:cap], insts[cap:]
+            if len(chunk) > 1:
+                try:
+                    _launch(step, args, chunk, ctx, packed)
+                    continue
+                except Exception:  # noqa: BLE001 - rerun alone below, each isolated
+                    pass
+            for inst in chunk:
+                step.run(inst.ops, inst.ids, ctx)
+
+
+def _max_instances(step: KernelStep, ctx: Context) -> Callable[[LaunchArgs], int]:
+    """How many instances of ``step`` one launch may take under ``args`` (1: it is not
+    batched): every packed buffer within the backend's largest; a matmul's results
+    (stored by row of its tiles) without gaps between instances."""
+    kernel = step.lowered.kernel
+    align = ctx.backend.storage_align
+
+    def cap(args: LaunchArgs) -> int:
+        n = numel(args.shape)
+        if n == 0:
+            return 1
+        biggest = 0
+        for st in kernel.stores:
+            size = store_nbytes(kernel, st, args.shape)
+            if kernel.matmul and size % align:
+                return 1
+            biggest = max(biggest, size)
+        biggest = max([biggest] + [n * ld.dtype.itemsize for ld in kernel.loads])
+        limit = ctx.backend.max_buffer_size // (-(-biggest // align) * align)
+        return max(1, min(limit, (1 << 31) // n))
+
+    return cap
+
+
+def _launch(step: KernelStep, args: LaunchArgs, insts: list[_Instance], ctx: Context,
+            packed: _Packed) -> None:
+    """The batched launch of ``step`` over ``insts`` (all healthy, equal ``args``)."""
+    memory, backend = ctx.memory, ctx.backend
+    kernel = step.lowered.kernel
+    lent = [st.inplace for st in kernel.stores if st.inplace is not None]
+    align = backend.storage_align
+    count = len(insts)
+    space = args.shape
+    n = numel(space)
+    dense = dense_strides(space)
+    maps = iter(args.maps)
+    new_maps: list[tuple[int, tuple[int, ...]]] = []
+    loads: list[Any] = []
+    loads_dense: list[bool] = []
+    slabs: list[Any] = []
+    try:
+        for k, ld in enumerate(kernel.loads):
+            ids = tuple(inst.inputs[k] for inst in insts)
+            storages = [memory.storage(tid) for tid in ids]
+            need = n * ld.dtype.itemsize if ld.dense else max(s.buffer.nbytes for s in storages)
+            buffer, stride = packed.get(ids, storages, need)
+            loads.append(buffer)
+            loads_dense.append(ld.dense and stride == need)
+            if not loads_dense[-1]:
+                offset, strides = (0, dense) if ld.dense else next(maps)
+                new_maps.append((offset, (stride // ld.dtype.itemsize,) + strides))
+        stores_dense: list[bool] = []
+        strides_out: list[int] = []
+        for st in kernel.stores:
+            size = store_nbytes(kernel, st, space)
+            stride = -(-size // align) * align
+            slabs.append(backend.alloc(count * stride))
+            strides_out.append(stride)
+            stores_dense.append(st.dense and stride == size)
+            if not stores_dense[-1]:
+                offset, strides = (0, _store_strides(kernel, st.level, space)) if st.dense \
+                    else next(maps)
+                new_maps.append((offset, (stride // st.dtype.itemsize,) + strides))
+        batched = kernel.over_instances(tuple(loads_dense), tuple(stores_dense))
+        backend.launch(batched, LaunchArgs((count,) + space, tuple(new_maps), args.scalars),
+                       loads, slabs)
+    except Exception:
+        for buf in slabs:
+            backend.free(buf)
+        raise
+    for j, st in enumerate(kernel.stores):
+        size, stride = store_nbytes(kernel, st, space), strides_out[j]
+        slab = Slab(slabs[j], count)
+        for b, inst in enumerate(insts):
+            memory.bind(inst.outputs[j], Storage(backend.sub(slabs[j], b * stride, size),
+                                                 slab, b * stride))
+    if trace_enabled():
+        emit(f"[batch] {count} instances of {kernel.title}")
+    counters = ctx.counters
+    counters.blocks += count
+    counters.fused_blocks += count * step.fused
+    counters.batched_instances += count
+    for inst in insts:
+        for k in lent:  # planned to be lent to an output: this launch wrote fresh ones
+            memory.release(inst.inputs[k])
+        for r in step.frees:
+            memory.release(inst.ids[r])
+
+
+def _store_strides(kernel: Kernel, level: Level, space: tuple[int, ...]) -> tuple[int, ...]:
+    """The strides of a dense store over ``space`` (an OUT-level one: over the rows)."""
+    if level is Level.OUT and kernel.reduced:
+        return dense_strides(tuple(1 if r else s
+                                   for s, r in zip(space, kernel.reduced, strict=True)))
+    return dense_strides(space)
+
+
+class _Packed:
+    """The inputs of a group's instances, each set in one buffer: the one storage they
+    all read (stride 0), the slab they sit in at a fixed stride, or a packed copy — made
+    once per set of tensors (a tensor's data never changes) for every step that reads
+    it, and freed when the group has run."""
+
+    def __init__(self, backend: Any) -> None:
+        self.backend = backend
+        self.copies: dict[tuple[tuple[int, ...], int], tuple[Any, int]] = {}
+
+    def get(self, ids: tuple[int, ...], storages: list[Storage], need: int
+            ) -> tuple[Any, int]:
+        """(buffer, stride in bytes) holding ``need`` bytes of each of ``storages``."""
+        first = storages[0]
+        if all(s is first for s in storages):
+            return first.buffer, 0
+        slab = first.slab
+        if slab is not None:
+            stride = storages[1].at - first.at
+            if stride >= need and all(s.slab is slab and s.at == first.at + b * stride
+                                      for b, s in enumerate(storages)):
+                return self.backend.sub(slab.buffer, first.at, stride * len(storages)), stride
+        hit = self.copies.get((ids, need))
+        if hit is not None:
+            return hit
+        stride = -(-need // 4) * 4
+        if stride * len(storages) > self.backend.max_buffer_size:
+            raise ValueError("the packed inputs would exceed the largest buffer")
+        buffer = self.backend.alloc(stride * len(storages))
+        for b, s in enumerate(storages):
+            self.backend.copy(s.buffer, buffer, min(s.buffer.nbytes, need), b * stride)
+        self.copies[(ids, need)] = buffer, stride
+        return buffer, stride
+
+    def free(self) -> None:
+        for buffer, _ in self.copies.values():
+            self.backend.free(buffer)
