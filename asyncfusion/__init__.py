@@ -12,9 +12,9 @@ _ensure_runtime_dir()  # before any wgpu driver loads: silences Mesa's XDG_RUNTI
 from .custom import elementwise_op
 from .creation import (arange, empty, empty_like, eye, full, full_like, linspace, ones,
                        ones_like, rand, randn, tensor, zeros, zeros_like)
-from .device import Device, default_device, open_device
+from .device import Device, default_device, open_device, to_data
 from .dtype import DType, bool_, float32, int32, uint32
-from .errors import (AsyncFusionError, AxisError, IndexingError, BlockingCallError, DataError,
+from .errors import (AsyncFusionError, AxisError, InputError, Overloaded, http_status, IndexingError, BlockingCallError, DataError,
                      DeviceClosedError, DeviceLostError, DeviceMismatchError, DTypeError,
                      ExecutionError, LimitError, NoAdapterError, ShapeError)
 from .indexing import (argsort, gather, index_select, one_hot, sort, stack, take,
@@ -46,7 +46,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Tensor", "Device", "DType", "StreamId",
-    "open_device", "default_device",
+    "open_device", "default_device", "to_data",
     "tensor", "asarray", "zeros", "ones", "full", "arange", "rand", "randn",
     "where", "minimum", "maximum", "cat", "concat", "elementwise_op",
     "matmul", "take", "take_along_axis", "gather", "index_select", "stack", "one_hot",
@@ -73,7 +73,7 @@ __all__ = [
     "e", "inf", "nan", "newaxis", "pi",
     "float32", "int32", "uint32", "bool_",
     "tracing", "take_launches",
-    "AsyncFusionError", "ShapeError", "IndexingError", "DTypeError", "DeviceMismatchError", "AxisError",
+    "AsyncFusionError", "InputError", "Overloaded", "http_status", "ShapeError", "IndexingError", "DTypeError", "DeviceMismatchError", "AxisError",
     "LimitError", "DataError", "ExecutionError", "DeviceLostError", "DeviceClosedError",
     "BlockingCallError", "NoAdapterError",
 ]

@@ -23,16 +23,18 @@ import numpy as np
 from anyio.from_thread import BlockingPortal
 
 from ._debug import in_event_loop
+from .admission import Admission
 from .backends.base import MemoryStats
 from .backends.numpy_backend import NumpyBackend
-from .errors import BlockingCallError, DeviceClosedError
+from .errors import BlockingCallError, DeviceClosedError, DeviceMismatchError
 from .engine import Fusion, Plain
 from .ir import OperationIr, TensorIr
+from .metrics import Metrics
 from .server import Executor, Request, Server
 from .stream import StreamId, Streams, current_stream
 from .trace import Counters, CounterSnapshot
 
-__all__ = ["Device", "open_device", "default_device", "as_device"]
+__all__ = ["Device", "open_device", "default_device", "as_device", "to_data"]
 
 
 _numbers = itertools.count(1)
@@ -43,8 +45,10 @@ class Device:
 
     def __init__(self, backend: str = "wgpu", *, fusion: bool = True,
                  max_storage_bindings: int | None = None, workgroup: int | None = None,
-                 flush_threshold: int = 512) -> None:
+                 flush_threshold: int = 512, max_pending: int | None = None,
+                 max_round: int | None = None, retry_after: float = 1.0) -> None:
         _check_options(backend, fusion, max_storage_bindings, workgroup, flush_threshold)
+        _check_serving(max_pending, max_round, retry_after)
         self.counters = Counters()
         if backend == "wgpu":
             from .backends.wgpu.backend import WgpuBackend
@@ -59,7 +63,9 @@ class Device:
         runner = (Fusion(self.backend, self.counters) if self.fusion
                   else Plain(self.backend, self.counters))
         self.streams = Streams(flush_threshold)
-        self._server = Server(Executor(self.streams, runner, self.backend, self.counters))
+        self._server = Server(Executor(self.streams, runner, self.backend, self.counters),
+                              max_round)
+        self._admission = Admission(max_pending, retry_after)
         self._portal: BlockingPortal | None = None
         self._closed = False
         self.number = next(_numbers)
@@ -88,6 +94,35 @@ class Device:
     def stats(self) -> CounterSnapshot:
         """Launches, blocks, plan-cache hits/misses and kernels generated so far."""
         return self.counters.snapshot()
+
+    def metrics(self) -> Metrics:
+        """Rounds (count, size and latency histograms), queues, reads in flight and
+        admission (see :class:`asyncfusion.metrics.Metrics`); for Prometheus, see
+        ``asyncfusion.contrib.prometheus``."""
+        server, streams, adm = self._server, self.streams, self._admission
+        m = server.metrics
+        with streams.lock:
+            queued_ops = sum(len(q) for q in streams.queues.values())
+            n_streams = len(streams.queues)
+        return Metrics(
+            rounds=m.rounds, requests=m.requests, round_size=m.round_size.snapshot(),
+            round_seconds=m.round_seconds.snapshot(), queued_requests=len(server.inbox),
+            reads_in_flight=len(server.inbox) + m.running, queued_ops=queued_ops,
+            streams=n_streams, admitted=adm.admitted, rejected=adm.rejected,
+            admitted_now=adm.active, max_pending=adm.limit,
+            launches=self.counters.launches, submissions=self.counters.submissions)
+
+    def admit(self, timeout: float = 0.0) -> contextlib.AbstractAsyncContextManager[None]:
+        """Back pressure: ``async with dev.admit():`` around a request's device work.
+
+        Takes one of ``max_pending`` slots (``open_device(max_pending=...)``; no limit by
+        default), waiting up to ``timeout`` seconds for one to free, else raises
+        :class:`~asyncfusion.Overloaded` (answer 503 with ``Retry-After:
+        exc.retry_after``). Enter it before making tensors, so a refused request queues
+        no work. Use it from the event loop that opened the device."""
+        if self._closed:
+            raise self._server._dead_error()
+        return self._admission(timeout)
 
     def reset_stats(self) -> None:
         self.counters.reset()
@@ -155,6 +190,26 @@ class Device:
         if self._portal is None:
             raise DeviceClosedError(f"{self!r} has no running server; use it inside open_device()")
         return self._portal
+
+    async def read_many(self, tensors: tuple[Any, ...]) -> list[np.ndarray]:
+        """Read every tensor in one round (see :func:`to_data`)."""
+        if self.closed:
+            raise self._server._dead_error()
+        stream = StreamId.current()
+        if threading.get_ident() == self._server.thread:
+            return await self._many_in_loop(stream, tensors)
+        portal = self._require_portal()
+        call = functools.partial(portal.call, self._many_in_loop, stream, tensors)
+        out: list[np.ndarray] = await anyio.to_thread.run_sync(call)
+        return out
+
+    async def _many_in_loop(self, stream: Any, tensors: tuple[Any, ...]) -> list[np.ndarray]:
+        got = await self._server.request_many([Request(stream, t) for t in tensors])
+        out: list[np.ndarray] = []
+        for d in got:
+            assert d is not None  # a read that did not fail has data
+            out.append(d)
+        return out
 
     async def read(self, tensor: Any) -> np.ndarray:
         out = await self._request(tensor, False)
@@ -228,6 +283,43 @@ def _check_options(backend: Any, fusion: Any, max_storage_bindings: Any, workgro
             raise ValueError(f"{name} must be at least {low}, not {value}")
 
 
+def _check_serving(max_pending: Any, max_round: Any, retry_after: Any) -> None:
+    for name, value in (("max_pending", max_pending), ("max_round", max_round)):
+        if value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{name} must be an int or None, not {value!r}")
+        if value < 1:
+            raise ValueError(f"{name} must be at least 1 (or None: no limit), not {value}")
+    if not isinstance(retry_after, (int, float)) or isinstance(retry_after, bool) \
+            or not retry_after > 0:
+        raise ValueError(f"retry_after must be a positive number of seconds, not {retry_after!r}")
+
+
+async def to_data(*tensors: Any) -> tuple[np.ndarray, ...]:
+    """Read several tensors with one await: ``v, i = await af.to_data(values, indices)``.
+
+    All of them are read in one device round (one submission, one wait), instead of one
+    round trip each. They must live on one device. Raises the first failure in argument
+    order; a cancelled call withdraws every read."""
+    from .tensor import Tensor
+
+    if not tensors:
+        raise TypeError("to_data() needs at least one tensor: await af.to_data(a, b, ...)")
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"to_data() reads asyncfusion Tensors, not {type(t).__name__}")
+    dev = tensors[0].device
+    if any(t.device is not dev for t in tensors):
+        raise DeviceMismatchError(
+            "to_data() got tensors of different devices; read each device's tensors with "
+            "its own to_data() call (they may run concurrently in a task group)")
+    out = await dev.read_many(tensors)
+    for t, values in zip(tensors, out, strict=True):
+        t._keep_host(values)
+    return tuple(out)
+
+
 def as_device(device: Any) -> Device:
     """``device`` if it is a Device, else a TypeError that says what to pass."""
     if isinstance(device, Device):
@@ -242,16 +334,24 @@ def as_device(device: Any) -> Device:
 @contextlib.asynccontextmanager
 async def open_device(backend: str = "wgpu", *, fusion: bool = True,
                       max_storage_bindings: int | None = None, workgroup: int | None = None,
-                      flush_threshold: int = 512) -> AsyncIterator[Device]:
+                      flush_threshold: int = 512, max_pending: int | None = None,
+                      max_round: int | None = None, retry_after: float = 1.0
+                      ) -> AsyncIterator[Device]:
     """Open a device whose server runs in a task group of the calling event loop.
 
     :param backend: ``"wgpu"`` (WebGPU through wgpu-native) or ``"numpy"`` (the reference).
     :param fusion: wrap the backend in the Fusion decorator (``False``: one launch per op).
     :param max_storage_bindings: cap on storage buffers per kernel (WebGPU's default is 8).
+    :param max_pending: requests admitted at once by :meth:`Device.admit` (None: no limit);
+        the rest wait or get :class:`~asyncfusion.Overloaded`.
+    :param max_round: requests one round serves at most (None: all that wait), so a
+        round's latency stays bounded under overload; the rest go in the next round.
+    :param retry_after: the seconds an ``Overloaded`` error suggests to wait.
     """
     make = functools.partial(Device, backend, fusion=fusion,
                              max_storage_bindings=max_storage_bindings, workgroup=workgroup,
-                             flush_threshold=flush_threshold)
+                             flush_threshold=flush_threshold, max_pending=max_pending,
+                             max_round=max_round, retry_after=retry_after)
     dev = await anyio.to_thread.run_sync(make)  # adapter setup blocks for ~0.5 s
     body: BaseException | None = None
     try:

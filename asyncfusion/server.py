@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import queue
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +38,7 @@ from .engine.batch import Deferred
 from .errors import DeviceClosedError, DeviceLostError, ExecutionError
 from .engine.plan import Context, run_single
 from .ir import DropOp, Layout, OperationIr
+from .metrics import ServerMetrics
 from .stream import Streams
 from .trace import Counters, emit, trace_enabled
 
@@ -54,6 +57,7 @@ class Request:
     data: np.ndarray | None = None
     error: BaseException | None = None
     cancelled: bool = False
+    sync: bool = False
 
 
 def loop_caller() -> Callable[[Callable[[], object]], object]:
@@ -266,10 +270,11 @@ class Executor:
 class Server:
     """The async half of a device: collects requests and runs rounds on the executor."""
 
-    def __init__(self, executor: Executor) -> None:
+    def __init__(self, executor: Executor, max_round: int | None = None) -> None:
         self.executor = executor
+        self.max_round = max_round  # requests per round at most (None: all that wait)
+        self.metrics = ServerMetrics()
         self.inbox: list[Request] = []
-        self.syncs = 0
         self.wake: anyio.Event | None = None
         self.thread: int | None = None
         self.error: BaseException | None = None
@@ -282,8 +287,8 @@ class Server:
         """Queue a request (event-loop thread of the server only)."""
         if self.error is not None or self.stopped:
             raise self._dead_error()
+        req.sync = sync
         self.inbox.append(req)
-        self.syncs += sync
         if self.wake is not None:
             self.wake.set()
 
@@ -319,21 +324,26 @@ class Server:
                 self.wake = anyio.Event()
                 if self.crash is not None:
                     raise self.crash
-                batch, self.inbox = self.inbox, []
-                sync, self.syncs = self.syncs > 0, 0
+                cap = self.max_round or len(self.inbox)
+                batch, self.inbox = self.inbox[:cap], self.inbox[cap:]
+                sync = any(r.sync for r in batch)
                 self._forget_cancelled(batch)
                 self._check_unlocked()
+                start = time.perf_counter()
+                self.metrics.running = len(batch)
                 try:
                     await worker.run(functools.partial(self.executor.round, batch, sync))
                 except Exception as exc:  # noqa: BLE001 - a bug in a round fails that round only
-                    self._finish(batch, ExecutionError(f"device round failed: {exc!r}"))
+                    self._finish(batch, self.executor._error("device round failed", exc))
                 else:
                     self._finish(batch)
+                self.metrics.running = 0
+                if batch:
+                    self.metrics.round(len(batch), time.perf_counter() - start)
                 # Tensors that only the finished requests held (cancelled reads) are
                 # dropped now: run one more round to give their buffers back promptly.
-                again = bool(batch)
+                again = bool(batch) and bool(self.executor.streams.drops)
                 batch = []
-                again = again and bool(self.executor.streams.drops)
         except Exception as exc:  # noqa: BLE001 - the server died: tell every waiter now
             self.error = exc
         finally:
@@ -348,10 +358,19 @@ class Server:
     def _forget_cancelled(batch: list[Request]) -> None:
         """A cancelled request's reader is gone: let its tensor's drop count now. (A
         method, not a loop in ``serve``: a loop variable there would keep the last
-        request, and its tensor, alive until the next round.)"""
+        request, and its tensor, alive until the next round.)
+
+        A cancelled task's exception often sits in a reference cycle with its frames
+        (anyio's task groups make one), which keeps the tensors it named alive, and their
+        queued work scheduled, until the cycle collector happens to run. A young-generation
+        collection (sub-millisecond) frees them now, so the round withdraws that work."""
+        cancelled = False
         for r in batch:
             if r.cancelled:
                 r.tensor = None
+                cancelled = True
+        if cancelled:
+            gc.collect(1)
 
     def _check_unlocked(self) -> None:
         """Debug mode: the server must never await while it holds the stream lock."""
@@ -371,6 +390,29 @@ class Server:
                 r.error = r.error or err
                 r.done.set()
         self.inbox = []
+
+    async def request_many(self, reqs: list[Request]) -> list[np.ndarray | None]:
+        """Post every read of ``reqs`` at once (so one round serves them all) and wait for
+        all of them; raises the first failure in ``reqs``' order."""
+        for req in reqs:
+            self.post(req)
+        try:
+            for req in reqs:
+                await req.done.wait()
+        except BaseException:
+            for req in reqs:
+                req.cancelled = True
+            raise
+        for req in reqs:
+            if req.error is not None:
+                error = req.error
+                for r in reqs:
+                    r.error = None
+                try:
+                    raise error
+                finally:
+                    del error
+        return [req.data for req in reqs]
 
     async def request(self, req: Request, sync: bool = False) -> np.ndarray | None:
         """Post ``req`` and wait for it (server's event loop only); returns read data.

@@ -1,0 +1,219 @@
+"""A search and an MLP service on one device, with back pressure, health and metrics.
+
+    pip install 'asyncfusion[serve]'
+    uvicorn --factory examples.service:create_app       # or: python examples/service.py
+
+* ``POST /search`` ``{"query": [256 floats], "k": 5}``: cosine scores of the query against
+  a resident (N, 256) matrix (one matmul), the top k on the device (``af.topk``), values
+  and indices read in one await (``af.to_data``).
+* ``POST /mlp`` ``{"x": [[64 floats], ...]}``: ``softmax(relu(x @ w1 + b1) @ w2 + b2)``.
+* ``GET /health``, ``GET /metrics`` (Prometheus), ``GET /stats`` (counters for the bench).
+
+Errors map to responses by kind (``asyncfusion.contrib.starlette``): a wrong query shape
+is a 400, overload a 503 with ``Retry-After``, a lost device a 503 while it is reopened.
+``SERVICE_VARIANT=numpy`` or ``torch`` serves the same endpoints from numpy or torch in a
+worker thread, for ``bench/service.py`` to compare; ``SERVICE_ROWS`` sets N.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+import weakref
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import numpy as np
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+import asyncfusion as af
+from asyncfusion.contrib.starlette import DeviceService
+
+DIM, HIDDEN, CLASSES = 256, 128, 10
+MLP_IN = 64
+
+
+def host_weights(rows: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(0)
+    db = rng.standard_normal((rows, DIM), dtype=np.float32)
+    db /= np.linalg.norm(db, axis=1, keepdims=True)
+    return {"db": db,
+            "w1": (rng.standard_normal((MLP_IN, HIDDEN)) / 8).astype(np.float32),
+            "b1": (rng.standard_normal(HIDDEN) * 0.1).astype(np.float32),
+            "w2": (rng.standard_normal((HIDDEN, CLASSES)) / 11).astype(np.float32),
+            "b2": (rng.standard_normal(CLASSES) * 0.1).astype(np.float32)}
+
+
+async def _json(request: Request, key: str) -> tuple[np.ndarray, dict[str, Any]]:
+    try:
+        body = await request.json()
+        return np.asarray(body[key], dtype=np.float32), body
+    except (ValueError, KeyError, TypeError) as exc:
+        raise HTTPException(400, f"send JSON with a numeric {key!r} field ({exc})") from exc
+
+
+def _k(body: dict[str, Any]) -> int:
+    k = body.get("k", 5)
+    if not isinstance(k, int) or not 1 <= k <= 100:
+        raise HTTPException(400, "k must be an int from 1 to 100")
+    return k
+
+
+class LagMonitor:
+    """Event-loop lag: how late a 5 ms sleep wakes up, kept for /stats."""
+
+    def __init__(self) -> None:
+        self.samples: list[float] = []
+
+    async def run(self) -> None:
+        while True:
+            start = time.perf_counter()
+            await anyio.sleep(0.005)
+            self.samples.append(max(0.0, time.perf_counter() - start - 0.005))
+            del self.samples[:-20_000]
+
+    def summary(self) -> dict[str, float]:
+        if not self.samples:
+            return {}
+        s = np.asarray(self.samples) * 1e3
+        return {"lag_p50_ms": float(np.percentile(s, 50)),
+                "lag_p99_ms": float(np.percentile(s, 99)), "lag_max_ms": float(s.max())}
+
+
+def create_app(variant: str | None = None, rows: int | None = None,
+               **device_options: Any) -> Starlette:
+    variant = variant or os.environ.get("SERVICE_VARIANT", "af")
+    rows = rows or int(os.environ.get("SERVICE_ROWS", "4096"))
+    host = host_weights(rows)
+    lag = LagMonitor()
+    served = [0]
+    if variant == "af":
+        return _af_app(host, lag, served, device_options)
+    return _thread_app(variant, host, lag, served)
+
+
+def _af_app(host: dict[str, np.ndarray], lag: LagMonitor, served: list[int],
+            device_options: dict[str, Any]) -> Starlette:
+    device_options.setdefault("max_pending", 512)
+    svc = DeviceService(**device_options)
+    resident: weakref.WeakKeyDictionary[af.Device, dict[str, af.Tensor]] = (
+        weakref.WeakKeyDictionary())
+
+    def weights(dev: af.Device) -> dict[str, af.Tensor]:
+        w = resident.get(dev)  # uploaded once per device (again after a reopen)
+        if w is None:
+            w = resident[dev] = {k: af.tensor(v, device=dev) for k, v in host.items()}
+        return w
+
+    async def search(request: Request) -> JSONResponse:
+        q, body = await _json(request, "query")
+        k = _k(body)
+        async with svc.admit():
+            dev = svc.device()
+            w = weights(dev)
+            qt = af.tensor(q, device=dev)
+            scores = w["db"] @ (qt / (qt * qt).sum().sqrt())  # ShapeError (400) if wrong
+            values, indices = af.topk(scores, k)
+            v, i = await af.to_data(values, indices)
+        served[0] += 1
+        return JSONResponse({"indices": i.tolist(), "scores": v.tolist()})
+
+    async def mlp(request: Request) -> JSONResponse:
+        x, _ = await _json(request, "x")
+        async with svc.admit():
+            dev = svc.device()
+            w = weights(dev)
+            h = af.relu(af.tensor(x, device=dev) @ w["w1"] + w["b1"])
+            probs = await af.softmax(h @ w["w2"] + w["b2"], axis=-1).to_data()
+        served[0] += 1
+        return JSONResponse({"probs": probs.tolist()})
+
+    async def stats(request: Request) -> JSONResponse:
+        m = svc.device().metrics()
+        return JSONResponse({"served": served[0], "launches": m.launches,
+                             "submissions": m.submissions, "rounds": m.rounds,
+                             "rejected": m.rejected, **lag.summary()})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with svc.lifespan(app), anyio.create_task_group() as tg:
+            tg.start_soon(lag.run)
+            yield
+            tg.cancel_scope.cancel()
+
+    app = Starlette(routes=[*svc.routes, Route("/search", search, methods=["POST"]),
+                            Route("/mlp", mlp, methods=["POST"]), Route("/stats", stats)],
+                    lifespan=lifespan, exception_handlers=svc.exception_handlers)
+    app.state.service = svc
+    return app
+
+
+def _thread_app(variant: str, host: dict[str, np.ndarray], lag: LagMonitor,
+                served: list[int]) -> Starlette:
+    """The same endpoints computed by numpy or torch in anyio's worker threads."""
+    if variant == "torch":
+        import torch
+
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        tw = {k: torch.from_numpy(v).to(device) for k, v in host.items()}
+
+        def search_fn(q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+            qt = torch.from_numpy(q).to(device)
+            v, i = torch.topk(tw["db"] @ (qt / qt.norm()), k)
+            return v.cpu().numpy(), i.cpu().numpy()
+
+        def mlp_fn(x: np.ndarray) -> np.ndarray:
+            h = torch.relu(torch.from_numpy(x).to(device) @ tw["w1"] + tw["b1"])
+            return torch.softmax(h @ tw["w2"] + tw["b2"], -1).cpu().numpy()  # type: ignore
+    elif variant == "numpy":
+        def search_fn(q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+            s = host["db"] @ (q / np.linalg.norm(q))
+            i = np.argpartition(-s, k)[:k]
+            i = i[np.argsort(-s[i], kind="stable")]
+            return s[i], i
+
+        def mlp_fn(x: np.ndarray) -> np.ndarray:
+            z = np.maximum(x @ host["w1"] + host["b1"], 0) @ host["w2"] + host["b2"]
+            e = np.exp(z - z.max(-1, keepdims=True))
+            return e / e.sum(-1, keepdims=True)
+    else:
+        raise ValueError(f"SERVICE_VARIANT must be af, numpy or torch, not {variant!r}")
+
+    async def search(request: Request) -> JSONResponse:
+        q, body = await _json(request, "query")
+        v, i = await anyio.to_thread.run_sync(search_fn, q, _k(body))
+        served[0] += 1
+        return JSONResponse({"indices": i.tolist(), "scores": v.tolist()})
+
+    async def mlp(request: Request) -> JSONResponse:
+        x, _ = await _json(request, "x")
+        probs = await anyio.to_thread.run_sync(mlp_fn, x)
+        served[0] += 1
+        return JSONResponse({"probs": probs.tolist()})
+
+    async def stats(request: Request) -> JSONResponse:
+        return JSONResponse({"served": served[0], "launches": None, "submissions": None,
+                             **lag.summary()})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lag.run)
+            yield
+            tg.cancel_scope.cancel()
+
+    return Starlette(routes=[Route("/search", search, methods=["POST"]),
+                             Route("/mlp", mlp, methods=["POST"]), Route("/stats", stats)],
+                     lifespan=lifespan)
+
+
+if __name__ == "__main__":
+    import uvicorn
+
+    uvicorn.run("examples.service:create_app", factory=True, host="127.0.0.1", port=8000)
