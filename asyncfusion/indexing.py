@@ -169,15 +169,20 @@ def _topk_passes(x: Tensor, k: int, ax: int, largest: bool,
     pick = "argmax" if largest else "argmin"
     iota = _along(x.shape[ax], x.ndim, ax, x.device)
     cur = x
-    values: list[Tensor] = []
-    indices: list[Tensor] = []
+    picked: list[Tensor] = []
     for j in range(k):
         i = getattr(cur, pick)(ax, keepdims=True)
-        indices.append(i)
-        values.append(take_along_axis(x, i, ax))
+        picked.append(i)
         if j + 1 < k:
             cur = where(iota == i, mask, cur)
-    return cat(values, ax), cat(indices, ax)
+    # Lay the k picks side by side with one fused chain of selects (registered after the
+    # passes, so it is one kernel), then gather the values once: k + 2 launches in all.
+    shape = x.shape[:ax] + (k,) + x.shape[ax + 1:]
+    slot = _along(k, x.ndim, ax, x.device).broadcast_to(shape)  # every select: one shape
+    indices = picked[0] if k == 1 else where(slot == 0, picked[0], picked[1])
+    for j in range(2, k):
+        indices = where(slot == j, picked[j], indices)
+    return take_along_axis(x, indices, ax), indices
 
 
 def _topk_chunked(x: Tensor, k: int, ax: int, largest: bool,
@@ -195,7 +200,8 @@ def _topk_chunked(x: Tensor, k: int, ax: int, largest: bool,
         xt = cat([xt, pad], last)
     lead = xt.shape[:-1]
     v1, i1 = _topk_passes(xt.reshape(lead + (chunks, _CHUNK)), k, last + 1, largest, mask)
-    first = _along(chunks, x.ndim + 1, last, x.device) * _CHUNK  # each chunk's offset
+    first = arange(0, chunks * _CHUNK, _CHUNK, dtype=DType.int32, device=x.device).reshape(
+        (1,) * last + (chunks, 1))  # each chunk's offset
     v2, at = _topk_passes(v1.reshape(lead + (chunks * k,)), k, last, largest, mask)
     i2 = take_along_axis((i1 + first).reshape(lead + (chunks * k,)), at, last)
     back = [order.index(d) for d in range(x.ndim)]
