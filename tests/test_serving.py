@@ -167,11 +167,9 @@ async def test_bad_serving_options_are_refused(opts):
 
 
 # -- cancellation withdraws work ------------------------------------------------------------
-async def test_cancelled_readers_launch_nothing(dev):
-    # The executor is held busy by one read while 20 handlers post theirs; the handlers
-    # are cancelled (a client disconnects) before the next round: it runs none of them.
-    x = af.rand((4096,), seed=1, device=dev)
-    await x.to_data()
+def hold_rounds(dev):
+    """Make the device's rounds wait for the returned event; also returns the real round
+    (put it back when done) and resets the counters."""
     gate = threading.Event()
     real_round = dev._server.executor.round
 
@@ -181,6 +179,15 @@ async def test_cancelled_readers_launch_nothing(dev):
 
     dev._server.executor.round = held_round
     dev.reset_stats()
+    return gate, real_round
+
+
+async def test_cancelled_readers_launch_nothing(dev):
+    # The executor is held busy by one read while 20 handlers post theirs; the handlers
+    # are cancelled (a client disconnects) before the next round: it runs none of them.
+    x = af.rand((4096,), seed=1, device=dev)
+    await x.to_data()
+    gate, real_round = hold_rounds(dev)
 
     async def handler() -> None:
         y = ((x - 0.5) ** 2.0).exp().sum()
@@ -217,15 +224,7 @@ async def test_a_cancelled_read_of_a_live_task_runs_nothing_once_the_tensor_is_d
     # the tensor: the round after the cancel does not run the withdrawn read's work.
     x = af.rand((4096,), seed=1, device=dev)
     await x.to_data()
-    gate = threading.Event()
-    real_round = dev._server.executor.round
-
-    def held_round(requests, sync):
-        gate.wait()
-        real_round(requests, sync)
-
-    dev._server.executor.round = held_round
-    dev.reset_stats()
+    gate, real_round = hold_rounds(dev)
     scopes: list[anyio.CancelScope] = []
     finish = anyio.Event()
 
