@@ -257,3 +257,15 @@ async def test_adopt_feeds_a_custom_kernel_and_is_validated(dev, ref):
     await dev.sync()
     staging.destroy()
     gpu.destroy()
+
+
+def test_the_example_checks_itself_against_numpy():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "examples" / "custom_kernel.py"
+    proc = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "matches numpy" in proc.stdout and "resolve -> wgpu copy -> adopt" in proc.stdout
