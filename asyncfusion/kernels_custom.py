@@ -5,8 +5,8 @@ full runs as its own launch, in stream order::
 
     scale_add = af.custom_kernel(
         "scale_add", wgsl=WGSL, inputs=2,
-        outputs=lambda a, b: (a.shape, a.dtype),          # the output shape/dtype rule
-        workgroups=lambda a, b: -(-math.prod(a.shape) // 64),
+        outputs=lambda a, b, n, k: (a.shape, a.dtype),    # the output shape/dtype rule
+        workgroups=lambda a, b, n, k: -(-n // 64),
         numpy=lambda a, b, k: a * k + b)                  # the twin numpy devices run
     y = scale_add(x, z, params=(n, 2.0))
 
@@ -96,7 +96,7 @@ class CustomKernel:
                     f"{dev!r}; create all inputs on one device")
         words = _param_words(self.name, params)
         specs = [Spec(t.shape, t.dtype) for t in tensors]
-        outs = _outputs(self.name, self.output_rule(*specs))
+        outs = _outputs(self.name, self.output_rule(*specs, *params))
         backend = dev.backend
         for shape, dtype in outs:
             if numel(shape) * dtype.itemsize > backend.max_buffer_size:
@@ -104,7 +104,7 @@ class CustomKernel:
                                  f"is larger than the device's buffers allow "
                                  f"({backend.max_buffer_size} bytes)")
         if backend.name == "wgpu":
-            groups = _groups(self.name, self.workgroup_rule(*specs),
+            groups = _groups(self.name, self.workgroup_rule(*specs, *params),
                              backend.limits["max-compute-workgroups-per-dimension"])
             self._compile(backend, len(outs))
         else:
@@ -182,8 +182,9 @@ def custom_kernel(name: str, *, wgsl: str, inputs: int, outputs: Callable[..., A
     """Register an opaque WGSL compute kernel (see the module docs for its bindings).
 
     :param inputs: how many input tensors it reads.
-    :param outputs: the output rule: called with one :class:`Spec` per input, returns
-        ``(shape, dtype)``, or a list of them (one per output binding).
+    :param outputs: the output rule: called with one :class:`Spec` per input and then the
+        call's ``params``, returns ``(shape, dtype)``, or a list of them (one per output
+        binding).
     :param workgroups: called likewise, returns how many workgroups to launch: an int or
         up to 3 of them (x, y, z), at most the adapter's per-dimension limit.
     :param numpy: the same computation on numpy arrays, called with the inputs then the

@@ -15,7 +15,6 @@ device).
 """
 
 import functools
-import math
 
 import anyio
 import numpy as np
@@ -61,8 +60,8 @@ def clamp_count_np(x, n, limit):
 
 clamp_count = af.custom_kernel(
     "clamp_count", wgsl=CLAMP_COUNT, inputs=1,
-    outputs=lambda x: [(x.shape, af.float32), ((-(-math.prod(x.shape) // WG),), af.uint32)],
-    workgroups=lambda x: -(-math.prod(x.shape) // WG),
+    outputs=lambda x, n, limit: [(x.shape, af.float32), ((-(-n // WG),), af.uint32)],
+    workgroups=lambda x, n, limit: -(-n // WG),
     numpy=clamp_count_np)
 
 

@@ -43,13 +43,13 @@ def _groups(size: int) -> int:
 
 
 scale_add = af.custom_kernel(
-    "scale_add", wgsl=SCALE_ADD, inputs=2, outputs=lambda a, b: (a.shape, a.dtype),
-    workgroups=lambda a, b: _groups(math.prod(a.shape)),
+    "scale_add", wgsl=SCALE_ADD, inputs=2, outputs=lambda a, b, *_: (a.shape, a.dtype),
+    workgroups=lambda a, b, *_: _groups(math.prod(a.shape)),
     numpy=lambda a, b, n, k: a * k + b)
 sum_diff = af.custom_kernel(
     "sum_diff", wgsl=SUM_DIFF, inputs=2,
-    outputs=lambda a, b: [(a.shape, a.dtype), (a.shape, a.dtype)],
-    workgroups=lambda a, b: -(-math.prod(a.shape) // 32),
+    outputs=lambda a, b, *_: [(a.shape, a.dtype), (a.shape, a.dtype)],
+    workgroups=lambda a, b, *_: -(-math.prod(a.shape) // 32),
     numpy=lambda a, b, n: (a + b, a - b))
 
 
@@ -129,7 +129,8 @@ async def test_a_poisoned_input_poisons_the_custom_output(dev):
 
 async def test_wgsl_errors_raise_at_the_call_with_wgpu_text_and_compile_once(dev):
     bad = af.custom_kernel("bad_kernel", wgsl=SCALE_ADD.replace("p.k", "p.nope"), inputs=2,
-                           outputs=lambda a, b: (a.shape, a.dtype), workgroups=lambda a, b: 1)
+                           outputs=lambda a, b, *_: (a.shape, a.dtype),
+                           workgroups=lambda a, b, *_: 1)
     x = af.tensor([1.0, 2.0], device=dev)
     with pytest.raises(af.KernelCompileError, match="nope") as info:
         bad(x, x)
@@ -137,8 +138,8 @@ async def test_wgsl_errors_raise_at_the_call_with_wgpu_text_and_compile_once(dev
     # bindings that do not match the ones asyncfusion binds (an input declared read_write)
     rw = af.custom_kernel("rw_input", wgsl=SCALE_ADD.replace("<storage, read> a",
                                                              "<storage, read_write> a"),
-                          inputs=2, outputs=lambda a, b: (a.shape, a.dtype),
-                          workgroups=lambda a, b: 1)
+                          inputs=2, outputs=lambda a, b, *_: (a.shape, a.dtype),
+                          workgroups=lambda a, b, *_: 1)
     with pytest.raises(af.KernelCompileError, match="var<storage, read> input"):
         rw(x, x)
     scale_add(x, x, params=(2, 1.0))
@@ -158,13 +159,13 @@ async def test_bad_calls_are_refused_at_the_call(dev, ref):
     with pytest.raises(af.DeviceMismatchError):
         scale_add(x, af.tensor([1.0, 2.0], device=ref))
     huge = af.custom_kernel("huge_grid", wgsl=SCALE_ADD, inputs=2,
-                            outputs=lambda a, b: (a.shape, a.dtype),
-                            workgroups=lambda a, b: 1 << 30)
+                            outputs=lambda a, b, *_: (a.shape, a.dtype),
+                            workgroups=lambda a, b, *_: 1 << 30)
     with pytest.raises(af.LimitError, match="per dimension"):
         huge(x, x)
     no_twin = af.custom_kernel("no_twin", wgsl=SCALE_ADD, inputs=2,
-                               outputs=lambda a, b: (a.shape, a.dtype),
-                               workgroups=lambda a, b: 1)
+                               outputs=lambda a, b, *_: (a.shape, a.dtype),
+                               workgroups=lambda a, b, *_: 1)
     with pytest.raises(TypeError, match="no numpy twin"):
         no_twin(af.tensor([1.0], device=ref), af.tensor([1.0], device=ref))
     with pytest.raises(ValueError, match="lower_snake_case"):
