@@ -270,3 +270,19 @@ def test_the_example_checks_itself_against_numpy():
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "matches numpy" in proc.stdout and "resolve -> wgpu copy -> adopt" in proc.stdout
+
+
+async def test_many_tasks_in_one_round_and_a_plain_device(dev, plain):
+    results: dict[int, np.ndarray] = {}
+
+    async def one(i: int) -> None:
+        x = af.tensor(np.full(50, float(i), np.float32), device=dev)
+        results[i] = await (scale_add(x + 1.0, x, params=(50, 2.0)) * 1.0).to_data()
+
+    async with anyio.create_task_group() as tg:
+        for i in range(8):
+            tg.start_soon(one, i)
+    for i in range(8):
+        assert_close(results[i], np.full(50, (i + 1) * 2.0 + i, np.float32))
+    x = af.tensor(np.arange(10, dtype=np.float32), device=plain)
+    assert_close(await scale_add(x, x, params=(10, -1.0)).to_data(), np.zeros(10, np.float32))
