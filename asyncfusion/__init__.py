@@ -10,6 +10,9 @@ from ._env import ensure_runtime_dir as _ensure_runtime_dir
 _ensure_runtime_dir()  # before any wgpu driver loads: silences Mesa's XDG_RUNTIME_DIR errors
 
 from .custom import elementwise_op
+from .kernels_custom import KernelCompileError, custom_kernel
+from .interop_device import DeviceBuffer, adopt, resolve
+from .nonzero import nonzero
 from .creation import (arange, empty, empty_like, eye, full, full_like, linspace, ones,
                        ones_like, rand, randn, tensor, zeros, zeros_like)
 from .device import Device, default_device, open_device, to_data
@@ -49,8 +52,9 @@ __all__ = [
     "open_device", "default_device", "to_data",
     "tensor", "asarray", "zeros", "ones", "full", "arange", "rand", "randn",
     "where", "minimum", "maximum", "cat", "concat", "elementwise_op",
+    "custom_kernel", "KernelCompileError", "resolve", "adopt", "DeviceBuffer",
     "matmul", "take", "take_along_axis", "gather", "index_select", "stack", "one_hot",
-    "topk", "sort", "argsort",
+    "topk", "sort", "argsort", "nonzero",
     "softmax", "log_softmax", "logsumexp", "layer_norm", "gelu", "silu", "clip", "mean",
     "var", "std", "sum", "prod", "max", "min", "any", "all", "argmax", "argmin",
     "reshape", "permute", "transpose", "broadcast_to", "squeeze", "unsqueeze", "flip",

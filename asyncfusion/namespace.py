@@ -3,8 +3,8 @@
 ``t.__array_namespace__()`` returns the ``asyncfusion`` module, so code written against
 the standard (``xp = array_namespace(x)``) runs on it. What it reports is what this
 runtime holds: float32, int32, uint32 and bool on every adapter, no complex dtype, no
-data-dependent output shapes (boolean-mask indexing, ``nonzero`` and ``unique_*`` would
-need one).
+data-dependent output shapes (boolean-mask indexing and ``unique_*`` would need one;
+``nonzero`` is a coroutine, ``await af.nonzero(x)``, that waits for its count).
 """
 
 from __future__ import annotations

@@ -148,6 +148,15 @@ class Streams:
             self.producer[out.id] = (q, seq, out)
             return len(q.ops)
 
+    def also_produces(self, first: int, more: tuple[TensorIr, ...]) -> None:
+        """The op just registered as the producer of ``first`` makes ``more`` too (an op
+        of several outputs, ``af.custom_kernel``); nothing if it was taken meanwhile."""
+        with self.lock:
+            prod = self.producer.get(first)
+            if prod is not None:
+                for t in more:
+                    self.producer[t.id] = (prod[0], prod[1], t)
+
     def crowded(self) -> bool:
         """Enough streams exist that ended ones should be reclaimed now."""
         return len(self.queues) >= self.reclaim_at

@@ -8,6 +8,7 @@ operator provides it.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 # The functions of the Array API standard (2024.12), by section.
@@ -59,7 +60,9 @@ def coverage(af: Any) -> dict[str, tuple[str, str]]:
     for names in STANDARD.values():
         for name in names:
             if callable(getattr(af, name, None)) and not isinstance(getattr(af, name), type):
-                out[name] = ("function", f"`af.{name}`")
+                # a coroutine function waits for data (nonzero: its size depends on it)
+                wait = "await " if inspect.iscoroutinefunction(getattr(af, name)) else ""
+                out[name] = ("function", f"`{wait}af.{name}`")
             elif callable(getattr(tensor, name, None)):
                 out[name] = ("method", f"`Tensor.{name}`")
             elif name in OPERATORS and OPERATORS[name] in vars(tensor):

@@ -52,15 +52,20 @@ class Slab:
 
 
 class Storage:
-    """A buffer, or the range of ``slab`` from byte ``at`` that ``buffer`` stands for."""
+    """A buffer, or the range of ``slab`` from byte ``at`` that ``buffer`` stands for.
 
-    __slots__ = ("buffer", "refs", "slab", "at")
+    A storage that is not ``owned`` (a buffer adopted from outside, ``af.adopt``) is
+    never freed here: its last release only forgets it, and its owner destroys it."""
 
-    def __init__(self, buffer: Buffer, slab: Slab | None = None, at: int = 0) -> None:
+    __slots__ = ("buffer", "refs", "slab", "at", "owned")
+
+    def __init__(self, buffer: Buffer, slab: Slab | None = None, at: int = 0,
+                 owned: bool = True) -> None:
         self.buffer = buffer
         self.refs = 0
         self.slab = slab
         self.at = at
+        self.owned = owned
 
 
 class Memory:
@@ -112,7 +117,7 @@ class Memory:
         h = self.table.pop(tid, None)
         if type(h) is Storage:
             h.refs -= 1
-            if h.refs == 0:
+            if h.refs == 0 and h.owned:
                 slab = h.slab
                 if slab is None:
                     self.backend.free(h.buffer)

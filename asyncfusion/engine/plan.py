@@ -14,14 +14,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir import (CatOp, DropOp, ElementwiseOp, GatherOp, InitOp, MatmulOp, OperationIr,
+from ..ir import (CatOp, DropOp, ElementwiseOp, ExternOp, GatherOp, InitOp, MatmulOp, OperationIr,
                   ReduceOp, Renumber, TensorStatus, ViewOp, dense_strides, numel)
 from ..kernel import (Kernel, LaunchArgs, Level, Lowered, Store, align_to, copy_kernel,
                       lower)
 from ..trace import Counters, emit, trace_enabled
 from .memory import Memory, Poison, Storage
 
-__all__ = ["Context", "Step", "OpStep", "ReleaseStep", "KernelStep", "CatStep", "single_step",
+__all__ = ["Context", "Step", "OpStep", "ReleaseStep", "KernelStep", "CatStep", "ExternStep",
+           "single_step",
            "run_single", "store_nbytes"]
 
 
@@ -151,8 +152,10 @@ class KernelStep(Step):
         kernel = lw.kernel
         storages = [memory.storage(t) for t in inputs]
         unlent: list[int] = []  # inputs planned to be lent, released after all
-        for st in kernel.stores:  # lend in place only what nothing else (a view) holds
-            if st.inplace is not None and storages[st.inplace].refs != 1:
+        for st in kernel.stores:  # lend in place only what nothing else (a view) holds,
+            # and never an adopted buffer (its owner still has it)
+            if st.inplace is not None and (storages[st.inplace].refs != 1
+                                           or not storages[st.inplace].owned):
                 unlent = [inputs[s.inplace] for s in kernel.stores if s.inplace is not None]
                 kernel = kernel.without_inplace()
                 break
@@ -241,6 +244,34 @@ class CatStep(Step):
         _release_last_uses(op, memory)
 
 
+@dataclass(frozen=True, slots=True)
+class ExternStep(Step):
+    """An :class:`ExternOp` (a user's WGSL kernel, an adopted buffer): its own launch, in
+    stream order; its outputs are poisoned if its inputs are or if it fails."""
+
+    index: int
+
+    def run(self, ops: list[OperationIr], ids: list[int], ctx: Context) -> None:
+        op = ops[self.index]
+        assert isinstance(op, ExternOp)
+        ctx.counters.blocks += 1
+        _block_line([op])
+        memory = ctx.memory
+        poison = memory.poisoned(t.id for t in op.ins)
+        try:
+            if poison is None:
+                made = op.work.run(ctx.backend, [memory.storage(t.id).buffer for t in op.ins],
+                                   op)
+                for t, storage in zip(op.outs, made, strict=True):
+                    memory.bind(t.id, storage)
+        except Exception as exc:  # noqa: BLE001 - isolated: recorded as poison
+            poison = Poison(exc)
+        if poison is not None:
+            for t in op.outs:
+                memory.poison(t.id, poison)
+        _release_last_uses(op, memory)
+
+
 def single_step(ops: list[OperationIr], pos: int, rel: dict[int, int]) -> Step:
     """The unfused step of ``ops[pos]``: its own kernel, or no launch at all."""
     op = ops[pos]
@@ -257,6 +288,8 @@ def single_step(ops: list[OperationIr], pos: int, rel: dict[int, int]) -> Step:
         return KernelStep.build((pos,), lower([op], [Level.ROW], space, reduced), rel, False)
     if type(op) is CatOp:
         return CatStep(pos)
+    if type(op) is ExternOp:
+        return ExternStep(pos)
     return OpStep(pos)
 
 

@@ -1,9 +1,9 @@
 """The IR: operation records, layouts and relative signatures (no execution here)."""
 
 from .layout import IndexItem, Layout, dense_strides
-from .ops import (CatOp, DropOp, ElementwiseOp, GatherOp, InitOp, MatmulOp, OperationIr,
+from .ops import (CatOp, DropOp, ExternOp, ElementwiseOp, GatherOp, InitOp, MatmulOp, OperationIr,
                   ReduceOp, Renumber, ScalarIr, TensorIr, TensorStatus, ViewOp, numel)
 
-__all__ = ["IndexItem", "Layout", "dense_strides", "CatOp", "DropOp", "ElementwiseOp",
+__all__ = ["IndexItem", "Layout", "dense_strides", "CatOp", "DropOp", "ElementwiseOp", "ExternOp",
            "GatherOp", "InitOp", "MatmulOp", "OperationIr", "ReduceOp", "Renumber", "ScalarIr",
            "TensorIr", "TensorStatus", "ViewOp", "numel"]

@@ -27,7 +27,7 @@ from ..primitives import PRIMITIVES, REDUCTIONS
 from .layout import Layout
 
 __all__ = ["TensorStatus", "TensorIr", "ScalarIr", "OperationIr", "InitOp", "ElementwiseOp",
-           "ReduceOp", "MatmulOp", "GatherOp", "ViewOp", "CatOp", "DropOp", "Renumber",
+           "ReduceOp", "MatmulOp", "GatherOp", "ViewOp", "CatOp", "ExternOp", "DropOp", "Renumber",
            "numel"]
 
 
@@ -318,6 +318,37 @@ class CatOp(OperationIr):
 
     def with_last_use(self, tid: int) -> CatOp:
         return dataclasses.replace(self, tensors=tuple(_rw(t, tid) for t in self.tensors))
+
+
+@dataclass(frozen=True, slots=True)
+class ExternOp(OperationIr):
+    """Work that asyncfusion runs but does not compile: a user's WGSL kernel, or a buffer
+    adopted from outside (:mod:`asyncfusion.kernels_custom`, :mod:`asyncfusion.interop_device`).
+
+    ``work`` carries it out (``work.run(backend, loads, op)`` returns the outputs'
+    storages); ``work.key`` stands for it in plan signatures, and ``args`` holds what
+    differs between calls of the same work (its parameters, an adopted buffer)."""
+
+    work: Any
+    ins: tuple[TensorIr, ...]
+    outs: tuple[TensorIr, ...]
+    args: tuple[Any, ...] = field(compare=False)
+
+    def inputs(self) -> tuple[TensorIr, ...]:
+        return self.ins
+
+    def outputs(self) -> tuple[TensorIr, ...]:
+        return self.outs
+
+    def title(self) -> str:
+        return str(self.work.title)
+
+    def signature(self, rn: Renumber) -> tuple[Any, ...]:
+        return ("extern", self.work.key) + tuple(rn.tensor(t) for t in self.ins) + tuple(
+            rn.tensor(t) for t in self.outs)
+
+    def with_last_use(self, tid: int) -> ExternOp:
+        return dataclasses.replace(self, ins=tuple(_rw(t, tid) for t in self.ins))
 
 
 @dataclass(frozen=True, slots=True)

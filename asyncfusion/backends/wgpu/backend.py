@@ -198,6 +198,19 @@ class WgpuBackend:
             # lavapipe slows down for good after a submission of ~10k dispatches.
             self.flush()
 
+    def launch_wgsl(self, wgsl: str, title: str, loads: list[Buffer], stores: list[Buffer],
+                    params: np.ndarray, groups: tuple[int, int, int]) -> None:
+        """Dispatch a user's compute kernel (``af.custom_kernel``): ``groups`` workgroups,
+        ``params`` at binding 0, ``loads`` (read-only) then ``stores`` from binding 1."""
+        self.rt.check_alive()
+        self.faults.check("launch", (title,))
+        storage = [(b, "read") for b in loads] + [(b, "read_write") for b in stores]
+        if numel(groups):
+            self.rt.dispatch(self.batch, wgsl, storage, params, 0, groups)
+            self.counters.launch(title)
+            if self.batch.dispatches >= self.rt.dispatches_per_submit:
+                self.flush()
+
     def flush(self) -> None:
         assert_off_loop("queue.submit")
         with self.rt.lock:  # lose() takes it too: never submit to a destroyed device

@@ -193,7 +193,10 @@ class Runtime:
         return gx, -(-groups // gx)
 
     def dispatch(self, batch: _Batch, wgsl: str, storage: list[tuple[Buffer, str]],
-                 params: np.ndarray, threads: int) -> None:
+                 params: np.ndarray, threads: int,
+                 groups: tuple[int, int, int] | None = None) -> None:
+        """Encode one dispatch of ``threads`` (in workgroups of the runtime's size), or of
+        ``groups`` workgroups as given (a user's kernel, of its own workgroup size)."""
         pipe, bgl = self.pipeline(wgsl, [access for _, access in storage])
         data = params.astype(np.uint32).tobytes()
         size = -(-len(data) // 16) * 16
@@ -226,7 +229,7 @@ class Runtime:
         cp = batch.cpass
         cp.set_pipeline(pipe)
         cp.set_bind_group(0, group, [off])
-        cp.dispatch_workgroups(*self.grid(threads))
+        cp.dispatch_workgroups(*(groups or self.grid(threads)))
         batch.dispatches += 1
 
     def copy(self, batch: _Batch, src: Any, dst: Any, nbytes: int, src_offset: int = 0,

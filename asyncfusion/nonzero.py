@@ -1,0 +1,77 @@
+"""``await af.nonzero(x)``: the indices of non-zero elements, whose count depends on data.
+
+Every other op knows its output's shape when it is called; ``nonzero`` cannot, so it is a
+coroutine function that **waits**: it records a running count of the non-zero elements
+(a fused comparison and a log2(n)-step scan), reads back the total (one ``await``: the
+work queued before it on this task runs then), and only then records the kernel that
+writes the indices (a custom WGSL stream-compaction kernel, :func:`custom_kernel`) and
+their split into one int32 tensor per axis. The result is lazy again: nothing more is
+read until you read it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .dtype import DType
+from .errors import ShapeError
+from .kernels_custom import Spec, custom_kernel
+from .manipulation import cumulative_sum
+from .tensor import Tensor
+
+__all__ = ["nonzero"]
+
+_WG = 256
+_MAX_X = 65535  # workgroups per dimension every adapter allows
+_COMPACT = f"""
+struct P {{ n: u32 }}
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> flag: array<u32>;
+@group(0) @binding(2) var<storage, read> count: array<i32>;
+@group(0) @binding(3) var<storage, read_write> out: array<i32>;
+
+@compute @workgroup_size({_WG})
+fn main(@builtin(global_invocation_id) g: vec3<u32>,
+        @builtin(num_workgroups) nw: vec3<u32>) {{
+    let i = g.x + g.y * nw.x * {_WG}u;
+    if (i < p.n && flag[i] != 0u) {{
+        out[count[i] - 1] = i32(i);
+    }}
+}}
+"""
+
+
+def _groups(flag: Spec, count: Spec, n: int, k: int) -> tuple[int, int]:
+    g = -(-math.prod(flag.shape) // _WG)
+    return min(g, _MAX_X), -(-g // _MAX_X)
+
+
+async def nonzero(x: Tensor) -> tuple[Tensor, ...]:
+    """One int32 tensor per axis of ``x`` with the coordinates of its non-zero (true)
+    elements in C order, as ``numpy.nonzero``. Waits for the count (see the module)."""
+    if type(x) is not Tensor:
+        raise TypeError(f"nonzero needs an asyncfusion Tensor, not {type(x).__name__}")
+    if x.ndim == 0:
+        raise ShapeError("nonzero of a 0-d tensor is not defined (the Array API forbids "
+                         "it); reshape it to (1,) first")
+    n = x.size
+    flag = (x if x.dtype is DType.bool else x != 0).reshape(-1)
+    count = cumulative_sum(flag)
+    k = int((await count[-1:].to_data())[0]) if n else 0
+    flat = _compact(flag, count, params=(n, k))
+    assert isinstance(flat, Tensor)
+    coords = []
+    for size in reversed(x.shape[1:]):
+        coords.append(flat % size)
+        flat = flat // size
+    coords.append(flat)
+    return tuple(reversed(coords))
+
+
+_compact = custom_kernel(
+    "nonzero_compact", wgsl=_COMPACT, inputs=2,
+    outputs=lambda flag, count, n, k: ((k,), "int32"),
+    workgroups=_groups,
+    numpy=lambda flag, count, n, k: np.flatnonzero(flag).astype(np.int32))
