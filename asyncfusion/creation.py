@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .dtype import DType, as_dtype, from_numpy
+from .dtype import DType, as_dtype, check_held, from_numpy
 from .errors import DataError, ShapeError
 from .ir import InitOp
 from .tensor import Tensor, _check_size, check_dims
@@ -43,6 +43,7 @@ def _shape(shape: Any) -> tuple[int, ...]:
 def from_numpy_array(arr: np.ndarray, device: Any) -> Tensor:
     """Upload an array whose dtype is already one the device holds."""
     dtype = from_numpy(arr.dtype)
+    check_held(dtype, device, "tensor()")
     shape = tuple(int(d) for d in arr.shape)
     out = Tensor(shape, dtype, device)
     out_ir = out.out_ir()

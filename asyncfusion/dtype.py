@@ -1,8 +1,9 @@
 """The element types asyncfusion holds, and how they map to numpy.
 
 Each dtype carries its ``itemsize`` on the device: bool is stored as a 4-byte word
-(WGSL cannot put ``bool`` in a storage buffer), so all four current types are 4 bytes
-wide. Backend type names (WGSL's ``f32`` ...) live with the backends, not here.
+(WGSL cannot put ``bool`` in a storage buffer), float16 as 2 bytes, the rest as 4.
+float16 needs the adapter's ``shader-f16`` feature: :func:`check_held` refuses it on a
+device without it. Backend type names (WGSL's ``f32`` ...) live with the backends.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ import numpy as np
 
 from .errors import DTypeError
 
-__all__ = ["DType", "float32", "int32", "uint32", "bool_", "as_dtype", "promote"]
+__all__ = ["DType", "float16", "float32", "int32", "uint32", "bool_", "as_dtype", "promote",
+           "check_held"]
 
 
 class DType(enum.Enum):
     """An element type: its name, short name, numpy type and bytes per element on a device."""
 
+    float16 = ("float16", "F16", np.float16, 2)
     float32 = ("float32", "F32", np.float32, 4)
     int32 = ("int32", "I32", np.int32, 4)
     uint32 = ("uint32", "U32", np.uint32, 4)
@@ -38,7 +41,7 @@ class DType(enum.Enum):
 
     @property
     def is_float(self) -> builtins.bool:
-        return self is DType.float32
+        return self is DType.float32 or self is DType.float16
 
     @property
     def is_int(self) -> builtins.bool:
@@ -52,6 +55,7 @@ class DType(enum.Enum):
     __str__ = __repr__
 
 
+float16 = DType.float16
 float32 = DType.float32
 int32 = DType.int32
 uint32 = DType.uint32
@@ -61,7 +65,6 @@ _FROM_NUMPY = {d.np: d for d in DType}
 # numpy types the runtime converts on upload because they have a lossless-enough 32-bit home.
 _CONVERTIBLE = {
     np.dtype(np.float64): DType.float32,
-    np.dtype(np.float16): DType.float32,
     np.dtype(np.int64): DType.int32,
     np.dtype(np.int16): DType.int32,
     np.dtype(np.int8): DType.int32,
@@ -70,6 +73,7 @@ _CONVERTIBLE = {
     np.dtype(np.uint64): DType.uint32,
 }
 _NAMES = {d.label: d for d in DType} | {"bool_": DType.bool, "f32": DType.float32,
+                                        "f16": DType.float16, "half": DType.float16,
                                         "i32": DType.int32, "u32": DType.uint32}
 
 
@@ -96,7 +100,8 @@ def as_dtype(value: object) -> DType:
     if npd is not None and npd in _FROM_NUMPY:
         return _FROM_NUMPY[npd]
     raise DTypeError(
-        f"dtype {value!r} is not supported; asyncfusion holds float32, int32, uint32 and bool. "
+        f"dtype {value!r} is not supported; asyncfusion holds float32, float16 (where the "
+        "adapter has shader-f16), int32, uint32 and bool. "
         "Convert your data first (for example with numpy's .astype(np.float32))."
     )
 
@@ -104,7 +109,8 @@ def as_dtype(value: object) -> DType:
 def from_numpy(npd: np.dtype) -> DType:
     """The DType that numpy data of type ``npd`` is stored as (with documented narrowing).
 
-    float64/float16 become float32, int8/16/64 become int32, uint8/16/64 become uint32.
+    float64 becomes float32 (as JAX does by default), int8/16/64 int32, uint8/16/64
+    uint32; float16 stays float16.
     Complex, object, string and datetime data raise.
     """
     if npd in _FROM_NUMPY:
@@ -112,7 +118,8 @@ def from_numpy(npd: np.dtype) -> DType:
     if npd in _CONVERTIBLE:
         return _CONVERTIBLE[npd]
     raise DTypeError(
-        f"numpy dtype {npd} cannot be held: asyncfusion stores float32, int32, uint32 and bool "
+        f"numpy dtype {npd} cannot be held: asyncfusion stores float32, float16, int32, uint32 "
+        "and bool "
         "(float64 and other ints are narrowed on upload). Convert complex data to two real "
         "tensors, and strings or objects to numbers, before calling tensor()."
     )
@@ -121,8 +128,9 @@ def from_numpy(npd: np.dtype) -> DType:
 def promote(a: DType, b: DType, op: str) -> DType:
     """The common dtype of two operands, or a DTypeError naming both.
 
-    Rules: equal types stay; an integer with float32 becomes float32; bool mixes only
-    with bool; int32 with uint32 has no 32-bit common type and is refused.
+    Rules: equal types stay; float16 with float32 becomes float32; an integer with a
+    float becomes the float (as torch); bool mixes only with bool; int32 with uint32 has
+    no 32-bit common type and is refused.
     """
     if a is b:
         return a
@@ -131,9 +139,22 @@ def promote(a: DType, b: DType, op: str) -> DType:
             f"{op}: cannot combine {a.label} with {b.label}; bool only combines with bool. "
             "Use .astype(...) on one operand first."
         )
-    if a.is_float or b.is_float:
+    if a.is_float and b.is_float:
         return DType.float32
+    if a.is_float or b.is_float:
+        return a if a.is_float else b
     raise DTypeError(
         f"{op}: int32 and uint32 have no common 32-bit type; cast one operand with "
         ".astype(asyncfusion.int32) or .astype(asyncfusion.uint32)."
     )
+
+
+def check_held(dtype: DType, device: object, what: str) -> None:
+    """Refuse ``dtype`` on a device whose adapter lacks it (float16 without
+    ``shader-f16``), naming the dtype to use instead."""
+    held = getattr(getattr(device, "backend", None), "dtypes", None)
+    if held is not None and dtype not in held:
+        raise DTypeError(
+            f"{what}: this device's adapter has no shader-f16 feature, so it cannot hold "
+            f"{dtype.label}; use asyncfusion.float32 instead (dtype=asyncfusion.float32, or "
+            "numpy's .astype(np.float32) on the data)")

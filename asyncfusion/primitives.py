@@ -19,9 +19,9 @@ from .dtype import DType
 __all__ = ["Ty", "Primitive", "PRIMITIVES", "Reduction", "REDUCTIONS", "register",
            "WGSL_TYPE", "STORAGE_TYPE", "isnan", "HELPERS"]
 
-WGSL_TYPE = {DType.float32: "f32", DType.int32: "i32", DType.uint32: "u32",
+WGSL_TYPE = {DType.float16: "f16", DType.float32: "f32", DType.int32: "i32", DType.uint32: "u32",
              DType.bool: "bool"}
-STORAGE_TYPE = {DType.float32: "f32", DType.int32: "i32", DType.uint32: "u32",
+STORAGE_TYPE = {DType.float16: "f16", DType.float32: "f32", DType.int32: "i32", DType.uint32: "u32",
                 DType.bool: "u32"}  # WGSL cannot store bool: a u32 per element
 
 
@@ -377,6 +377,9 @@ class Reduction:
     arg: bool = False
 
     def acc_dtype(self, src: DType) -> DType:
+        """bool folds as uint32 words, float16 in float32 (rounded once at the end)."""
+        if src is DType.float16:
+            return DType.float32
         return DType.uint32 if src is DType.bool else src
 
     def out_dtype(self, src: DType) -> DType:

@@ -14,7 +14,7 @@ import numpy as np
 
 from ._debug import in_event_loop
 from .engine.memory import Poison
-from .dtype import DType, as_dtype, promote
+from .dtype import DType, as_dtype, check_held, promote
 from .errors import (AxisError, BlockingCallError, DeviceMismatchError, DTypeError, LimitError,
                      ShapeError)
 from .ir import CatOp, ElementwiseOp, Layout, ScalarIr, TensorIr, TensorStatus, numel
@@ -73,7 +73,7 @@ def _scalar_dtype(value: Any, other: DType, what: str) -> DType:
         if other is DType.bool:
             raise DTypeError(f"{what}: cannot combine a bool tensor with float {value!r}; "
                              "cast it with .astype(asyncfusion.float32) first")
-        return DType.float32
+        return other if other.is_float else DType.float32
     if other is DType.bool:
         raise DTypeError(f"{what}: cannot combine a bool tensor with int {value!r}; "
                          "cast it with .astype(asyncfusion.int32) first")
@@ -312,7 +312,9 @@ class Tensor:
 
     def astype(self, dtype: Any) -> Tensor:
         """This tensor converted to ``dtype`` (float->int truncates toward zero)."""
-        return elementwise("cast", self, dtype=as_dtype(dtype))
+        dt = as_dtype(dtype)
+        check_held(dt, self.device, "astype")
+        return elementwise("cast", self, dtype=dt)
 
     # -- views, reductions and composites live in their own modules -------------------
     def reshape(self, *shape: Any) -> Tensor:
@@ -429,10 +431,13 @@ def _check_size(shape: tuple[int, ...], device: Any, what: str,
 
 
 def _compute_dtype(op: str, rule: str, dtypes: list[DType], what: str) -> tuple[DType, DType]:
-    """(compute dtype, output dtype) of an element-wise op, or a DTypeError."""
+    """(compute dtype, output dtype) of an element-wise op, or a DTypeError. float16 is
+    computed in float32 and rounded to float16 per op, as numpy does."""
     common = dtypes[0]
     for d in dtypes[1:]:
         common = promote(common, d, what)
+    if common is DType.float16 and rule in ("numeric", "float", "compare", "predicate"):
+        return DType.float32, (DType.bool if rule in ("compare", "predicate") else common)
     if rule == "numeric":
         if common is DType.bool:
             raise DTypeError(f"{what} is not defined for bool tensors; cast with "
@@ -528,7 +533,7 @@ def elementwise(op: str, *args: Any, dtype: DType | None = None) -> Tensor:
         raise TypeError(f"{_what(op)}: at least one operand must be an asyncfusion "
                         "Tensor")
     if op == "pow" and len(args) == 2 and args[0] is first and type(args[1]) in (int, float) \
-            and args[1] == 2 and (type(args[1]) is int or first.dtype is DType.float32) \
+            and args[1] == 2 and (type(args[1]) is int or first.dtype.is_float) \
             and first.dtype is not DType.bool:
         return elementwise("square", first)  # x ** 2 is exactly x * x, and far cheaper
     key = tuple(kinds)
@@ -567,9 +572,23 @@ def _with_scalars(op: str, args: tuple[Any, ...], compute: DType
             _scalar_dtype(value, compute, _what(op))  # range check
         elif type(value) is int and compute is DType.float32:
             _float_scalar(value, _what(op))
+        if compute is DType.float32 and _has_half(args):
+            value = _to_half(value)  # the scalar takes the float16 operand's dtype first
         irs.append(_SCALAR_IR[compute])
         scalars.append(value)
     return tuple(irs), tuple(scalars)
+
+
+def _has_half(args: tuple[Any, ...]) -> bool:
+    return any(type(a) is Tensor and a.dtype is DType.float16 for a in args)
+
+
+def _to_half(value: Any) -> Any:
+    """A Python number rounded to float16 (beyond its range: infinity, as numpy)."""
+    if isinstance(value, bool):
+        return value
+    with np.errstate(over="ignore"):
+        return float(np.float16(value))
 
 
 def _float_scalar(value: int, what: str) -> None:

@@ -119,8 +119,9 @@ def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
             operands = (load(op.a, Level.ROW, space, pos, op, a_align),
                         load(op.b, Level.ROW, space, pos, op, b_align))
             dt = op.out.dtype
-            body.append(Instr("mul", dt, dt, operands))
-            reduce = Reduce("sum", Arg("v", len(body) - 1), dt, dt, dt)
+            acc = REDUCTIONS["sum"].acc_dtype(dt)  # float16 products sum in float32
+            body.append(Instr("mul", acc, acc, operands))
+            reduce = Reduce("sum", Arg("v", len(body) - 1), acc, acc, dt)
             values[op.out.id] = (Arg("r"), Level.OUT, dt)
             reduce_out = op.out.shape
             shape_from = (pos, True)

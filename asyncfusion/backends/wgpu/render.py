@@ -19,7 +19,7 @@ from ...dtype import DType
 from ...kernel import Arg, Kernel, LaunchArgs, Level
 from ...primitives import HELPERS, PRIMITIVES, REDUCTIONS, STORAGE_TYPE, WGSL_TYPE, Ty, isnan
 
-__all__ = ["render", "param_words", "param", "HEAD_WORDS", "INNER_STEPS"]
+__all__ = ["render", "enables", "param_words", "param", "HEAD_WORDS", "INNER_STEPS"]
 
 HEAD_WORDS = 4  # n, n_red, threads per row, rows per workgroup
 INNER_STEPS = 1024  # lavapipe stops loops at 65,535 iterations: nest them
@@ -39,8 +39,9 @@ def param_words(kernel: Kernel, args: LaunchArgs, head: tuple[int, int, int, int
     for dt, value in zip(kernel.scalars, args.scalars, strict=True):
         if dt is DType.bool:
             words.append(int(bool(value)))
-        else:
-            words.append(int(np.array(value, dtype=dt.np).view(np.uint32)))
+        else:  # a float16 scalar travels as a float32 word
+            word_np = np.float32 if dt is DType.float16 else dt.np
+            words.append(int(np.array(value, dtype=word_np).view(np.uint32)))
     return words
 
 
@@ -117,7 +118,8 @@ class _Writer:
         dt = self.k.scalars[a.index]
         raw = param(self.scalar_word + a.index)
         s = {DType.float32: f"bitcast<f32>({raw})", DType.int32: f"bitcast<i32>({raw})",
-             DType.uint32: raw, DType.bool: f"({raw} != 0u)"}[dt]
+             DType.uint32: raw, DType.bool: f"({raw} != 0u)",
+             DType.float16: f"f16(bitcast<f32>({raw}))"}[dt]
         return Ty(dt, self.v4).const(s) if self.v4 else s
 
     def index(self, word: int, dims: range | list[int], at: tuple[int, str] | None = None) -> str:
@@ -160,7 +162,10 @@ class _Writer:
             if self.dtype_of(a) is not ins.compute and not as_is:
                 e = f"{ty.t}({e})"
             args.append(e)
-        self.emit(f"let v{j} = {PRIMITIVES[ins.op].wgsl(args, ty)};", depth)
+        e = PRIMITIVES[ins.op].wgsl(args, ty)
+        if ins.out is not ins.compute and ins.out is not DType.bool:  # float16 from float32
+            e = f"{ty.of(ins.out).t}({e})"
+        self.emit(f"let v{j} = {e};", depth)
 
     def store(self, j: int, index: str, depth: int) -> None:
         st = self.k.stores[j]
@@ -273,6 +278,8 @@ class _Writer:
             res = "i32(red_i[first])"
         elif red.out is DType.bool:
             res = f"({first} != 0u)"
+        elif red.out is not red.acc:  # float16 folded in float32
+            res = f"{WGSL_TYPE[red.out]}({first})"
         else:
             res = first
         self.emit(f"let res = {res};", 2)
@@ -419,4 +426,13 @@ def render(kernel: Kernel, workgroup: int, subgroups: bool = False) -> str:
         w.elementwise()
     else:
         w.reduction()
-    return "\n".join(w.lines) + "\n"
+    return enables(kernel) + "\n".join(w.lines) + "\n"
+
+
+def enables(kernel: Kernel) -> str:
+    """``enable f16;`` where the kernel holds a float16 anywhere."""
+    dts = {ld.dtype for ld in kernel.loads} | {st.dtype for st in kernel.stores}
+    dts |= {d for ins in kernel.body for d in (ins.compute, ins.out)} | set(kernel.scalars)
+    if kernel.reduce is not None:
+        dts |= {kernel.reduce.src, kernel.reduce.out}
+    return "enable f16;\n" if DType.float16 in dts else ""
