@@ -2,7 +2,8 @@
 
 ``t.__array_namespace__()`` returns the ``asyncfusion`` module, so code written against
 the standard (``xp = array_namespace(x)``) runs on it. What it reports is what this
-runtime holds: float32, int32, uint32 and bool on every adapter, no complex dtype, no
+runtime holds: float32, int32, uint32 and bool on every adapter, float16 where the adapter
+has ``shader-f16`` (the numpy backend always), no complex dtype, no
 data-dependent output shapes (boolean-mask indexing, ``nonzero`` and ``unique_*`` would
 need one).
 """
@@ -34,9 +35,9 @@ _KINDS = {
     "signed integer": (DType.int32,),
     "unsigned integer": (DType.uint32,),
     "integral": (DType.int32, DType.uint32),
-    "real floating": (DType.float32,),
+    "real floating": (DType.float16, DType.float32),
     "complex floating": (),
-    "numeric": (DType.int32, DType.uint32, DType.float32),
+    "numeric": (DType.int32, DType.uint32, DType.float16, DType.float32),
 }
 
 
@@ -120,9 +121,10 @@ def result_type(*arrays_and_dtypes: Any) -> DType:
 
 def can_cast(from_: Any, to: Any, /) -> bool:
     """Whether the standard's promotion lattice casts ``from_`` to ``to`` without loss:
-    among float32, int32, uint32 and bool only each type to itself (int32 and uint32 need
-    int64, and mixing kinds is never a safe cast)."""
-    return _dtype_of(from_) is as_dtype(to)
+    each type to itself and float16 to float32 (int32 and uint32 need int64, and mixing
+    kinds is never a safe cast)."""
+    src, dst = _dtype_of(from_), as_dtype(to)
+    return src is dst or (src is DType.float16 and dst is DType.float32)
 
 
 def astype(x: Tensor, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Tensor:
@@ -161,8 +163,11 @@ class ArrayNamespaceInfo:
                 "integral": DType.int32, "indexing": DType.int32}
 
     def dtypes(self, *, device: Any = None, kind: Any = None) -> dict[str, DType]:
-        """The dtypes held on every adapter (optionally of one ``kind``)."""
-        return {d.label: d for d in DType if kind is None or isdtype(d, kind)}
+        """The dtypes ``device`` (the default device) holds, optionally of one ``kind``:
+        float16 only where its adapter has ``shader-f16``."""
+        from .device import as_device
+        held = (self.default_device() if device is None else as_device(device)).backend.dtypes
+        return {d.label: d for d in DType if d in held and (kind is None or isdtype(d, kind))}
 
 
 def __array_namespace_info__() -> ArrayNamespaceInfo:  # noqa: N807 - the standard's name

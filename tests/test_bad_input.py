@@ -615,7 +615,7 @@ async def test_zero_size_and_0d_creation(make, expected, dev, ref):
 # -- numpy dtypes the runtime converts on upload ---------------------------------------------
 CONVERSIONS = [
     ("float64", np.array([1.5, -2.25, 1e30, 3.0000001, NAN, -INF], np.float64), af.float32),
-    ("float16", np.array([1.5, -2.25, 65504.0], np.float16), af.float32),
+    ("float16", np.array([1.5, -2.25, 65504.0], np.float16), af.float16),
     ("python-floats", [0.1, 0.2, 1e-40], af.float32),
     ("int64-at-int32-bounds", np.array([-(2**31), 2**31 - 1, 0, -7], np.int64), af.int32),
     ("python-ints", [[1, -2], [3, 2**31 - 1]], af.int32),

@@ -124,8 +124,8 @@ class WgpuBackend:
             raw = raw.astype(np.uint32)
         buf = self.pool.acquire(raw.nbytes)
         if raw.size:  # writes are whole 4-byte words: an odd count of float16 is padded
-            data = raw.tobytes()
-            self.rt.queue.write_buffer(buf.gpu, 0, data + bytes(-len(data) % 4))
+            payload = raw.tobytes()
+            self.rt.queue.write_buffer(buf.gpu, 0, payload + bytes(-len(payload) % 4))
         return buf
 
     def sub(self, buffer: Buffer, offset: int, nbytes: int) -> Buffer:
