@@ -13,7 +13,7 @@ from .custom import elementwise_op
 from .creation import (arange, empty, empty_like, eye, full, full_like, linspace, ones,
                        ones_like, rand, randn, tensor, zeros, zeros_like)
 from .device import Device, default_device, open_device
-from .dtype import DType, bool_, float16, float32, int32, uint32
+from .dtype import DType, bool_, float16, float32, float64, int32, int64, uint32
 from .errors import (AsyncFusionError, AxisError, IndexingError, BlockingCallError, DataError,
                      DeviceClosedError, DeviceLostError, DeviceMismatchError, DTypeError,
                      ExecutionError, LimitError, NoAdapterError, ShapeError)
@@ -71,7 +71,7 @@ __all__ = [
     "triu", "unstack", "vecdot",
     "astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
     "e", "inf", "nan", "newaxis", "pi",
-    "float16", "float32", "int32", "uint32", "bool_",
+    "float16", "float32", "float64", "int32", "int64", "uint32", "bool_",
     "tracing", "take_launches",
     "AsyncFusionError", "ShapeError", "IndexingError", "DTypeError", "DeviceMismatchError", "AxisError",
     "LimitError", "DataError", "ExecutionError", "DeviceLostError", "DeviceClosedError",

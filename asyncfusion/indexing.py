@@ -156,7 +156,8 @@ def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True) -> tuple[Tenso
     if x.dtype.is_float:
         mask: float | int = float("-inf") if largest else float("inf")
     else:
-        info = {DType.int32: (-(2**31), 2**31 - 1), DType.uint32: (0, 2**32 - 1)}[x.dtype]
+        info = {DType.int32: (-(2**31), 2**31 - 1), DType.uint32: (0, 2**32 - 1),
+                DType.int64: (-(2**63), 2**63 - 1)}[x.dtype]
         mask = info[0] if largest else info[1]
     if n >= 4 * _CHUNK and 4 * k <= _CHUNK:
         return _topk_chunked(x, k, ax, largest, mask)

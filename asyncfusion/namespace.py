@@ -2,8 +2,9 @@
 
 ``t.__array_namespace__()`` returns the ``asyncfusion`` module, so code written against
 the standard (``xp = array_namespace(x)``) runs on it. What it reports is what this
-runtime holds: float32, int32, uint32 and bool on every adapter, float16 where the adapter
-has ``shader-f16`` (the numpy backend always), no complex dtype, no
+runtime holds: float32, int32, uint32 and bool on every adapter, float16, float64 and int64
+where the adapter has ``shader-f16``/``-f64``/``-int64`` (the numpy backend always), no
+complex dtype, no
 data-dependent output shapes (boolean-mask indexing, ``nonzero`` and ``unique_*`` would
 need one).
 """
@@ -32,12 +33,13 @@ newaxis = None
 
 _KINDS = {
     "bool": (DType.bool,),
-    "signed integer": (DType.int32,),
+    "signed integer": (DType.int32, DType.int64),
     "unsigned integer": (DType.uint32,),
-    "integral": (DType.int32, DType.uint32),
-    "real floating": (DType.float16, DType.float32),
+    "integral": (DType.int32, DType.int64, DType.uint32),
+    "real floating": (DType.float16, DType.float32, DType.float64),
     "complex floating": (),
-    "numeric": (DType.int32, DType.uint32, DType.float16, DType.float32),
+    "numeric": (DType.int32, DType.int64, DType.uint32, DType.float16, DType.float32,
+                DType.float64),
 }
 
 
@@ -96,7 +98,7 @@ def iinfo(type: Any, /) -> iinfo_object:  # noqa: A002 - the standard's name
     dt = _dtype_of(type)
     if not dt.is_int:
         raise DTypeError(f"iinfo: {dt.label} is not an integer dtype; use finfo for floats")
-    i = np.iinfo(np.int32 if dt is DType.int32 else np.uint32)
+    i = np.iinfo(dt.np)  # type: ignore[type-var]  # an integer dtype: checked above
     return iinfo_object(i.bits, int(i.max), int(i.min), dt)
 
 
@@ -121,10 +123,14 @@ def result_type(*arrays_and_dtypes: Any) -> DType:
 
 def can_cast(from_: Any, to: Any, /) -> bool:
     """Whether the standard's promotion lattice casts ``from_`` to ``to`` without loss:
-    each type to itself and float16 to float32 (int32 and uint32 need int64, and mixing
-    kinds is never a safe cast)."""
+    each type to itself, a float to a wider float, int32 and uint32 to int64 (mixing kinds
+    is never a safe cast)."""
     src, dst = _dtype_of(from_), as_dtype(to)
-    return src is dst or (src is DType.float16 and dst is DType.float32)
+    return src is dst or dst in _WIDER.get(src, ())
+
+
+_WIDER = {DType.float16: (DType.float32, DType.float64), DType.float32: (DType.float64,),
+          DType.int32: (DType.int64,), DType.uint32: (DType.int64,)}
 
 
 def astype(x: Tensor, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Tensor:

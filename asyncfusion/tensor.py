@@ -18,7 +18,7 @@ from .dtype import DType, as_dtype, check_held, promote
 from .errors import (AxisError, BlockingCallError, DeviceMismatchError, DTypeError, LimitError,
                      ShapeError)
 from .ir import CatOp, ElementwiseOp, Layout, ScalarIr, TensorIr, TensorStatus, numel
-from .primitives import PRIMITIVES
+from .primitives import PRIMITIVES, WIDE
 
 __all__ = ["Tensor", "elementwise", "where", "minimum", "maximum", "cat", "concat"]
 
@@ -65,6 +65,9 @@ def normalize_axis(axis: int, rank: int, what: str) -> int:
     return int(axis) % rank
 
 
+_INT_RANGE = {DType.uint32: (0, 2**32 - 1), DType.int64: (-(2**63), 2**63 - 1)}
+
+
 def _scalar_dtype(value: Any, other: DType, what: str) -> DType:
     """The dtype a Python scalar takes beside a tensor of dtype ``other``."""
     if isinstance(value, (bool, np.bool_)):
@@ -77,7 +80,7 @@ def _scalar_dtype(value: Any, other: DType, what: str) -> DType:
     if other is DType.bool:
         raise DTypeError(f"{what}: cannot combine a bool tensor with int {value!r}; "
                          "cast it with .astype(asyncfusion.int32) first")
-    lo, hi = (0, 2**32 - 1) if other is DType.uint32 else (-(2**31), 2**31 - 1)
+    lo, hi = _INT_RANGE.get(other, (-(2**31), 2**31 - 1))
     if other.is_int and not lo <= int(value) <= hi:
         raise DTypeError(f"{what}: {value!r} does not fit in {other.label} "
                          f"(range {lo}..{hi}); cast the tensor first")
@@ -438,6 +441,11 @@ def _compute_dtype(op: str, rule: str, dtypes: list[DType], what: str) -> tuple[
         common = promote(common, d, what)
     if common is DType.float16 and rule in ("numeric", "float", "compare", "predicate"):
         return DType.float32, (DType.bool if rule in ("compare", "predicate") else common)
+    if common.itemsize == 8 and op not in WIDE and not (common.is_int and rule == "float"):
+        instead = "float32" if common.is_float else "int32"
+        raise DTypeError(f"{what} is not available for {common.label} (WGSL's exp, log, pow "
+                         "and trigonometric builtins take 16/32-bit floats only); cast with "
+                         f".astype(asyncfusion.{instead}) first")
     if rule == "numeric":
         if common is DType.bool:
             raise DTypeError(f"{what} is not defined for bool tensors; cast with "
@@ -447,7 +455,8 @@ def _compute_dtype(op: str, rule: str, dtypes: list[DType], what: str) -> tuple[
         if common is DType.bool:
             raise DTypeError(f"{what} is not defined for bool tensors; cast with "
                              ".astype(asyncfusion.float32) first")
-        return DType.float32, DType.float32
+        wide = common is DType.float64
+        return (common, common) if wide else (DType.float32, DType.float32)
     if rule == "integer" and not common.is_int:
         raise DTypeError(f"{what} needs integer tensors, got {common.label}; cast with "
                          ".astype(asyncfusion.int32) first")

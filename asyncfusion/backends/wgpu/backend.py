@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..._debug import assert_off_loop
-from ...dtype import DType
+from ...dtype import NEEDS, DType
 from ...ir import Layout, numel
 from ...kernel import Kernel, LaunchArgs
 from ...trace import Counters
@@ -97,7 +97,8 @@ class WgpuBackend:
         self.gpu = self.rt.adapter_info.get("adapter_type") != "CPU"
         self.limits = dict(self.rt.device.limits)
         self.subgroups = self.rt.subgroups  # reductions combine rows with subgroup shuffles
-        self.dtypes = frozenset(d for d in DType if d is not DType.float16 or self.rt.f16)
+        self.dtypes = frozenset(d for d in DType
+                                if set(NEEDS.get(d, ((), d))[0]) <= self.rt.features)
 
     @property
     def adapter_summary(self) -> str:

@@ -39,9 +39,9 @@ def param_words(kernel: Kernel, args: LaunchArgs, head: tuple[int, int, int, int
     for dt, value in zip(kernel.scalars, args.scalars, strict=True):
         if dt is DType.bool:
             words.append(int(bool(value)))
-        else:  # a float16 scalar travels as a float32 word
+        else:  # a float16 scalar travels as a float32 word, a 64-bit one as two (low first)
             word_np = np.float32 if dt is DType.float16 else dt.np
-            words.append(int(np.array(value, dtype=word_np).view(np.uint32)))
+            words.extend(int(w) for w in np.array([value], dtype=word_np).view(np.uint32))
     return words
 
 
@@ -60,8 +60,12 @@ class _Writer:
         stores = [j for j, st in enumerate(kernel.stores) if not st.dense]
         first = HEAD_WORDS + rank + len(maps) * (rank + 1)
         self.store_map = {j: first + n * (rank + 1) for n, j in enumerate(stores)}
-        self.scalar_word = first + len(stores) * (rank + 1)
-        self.words = self.scalar_word + len(kernel.scalars)
+        self.scalar_words: list[int] = []  # each scalar's first word (64-bit ones take two)
+        word = first + len(stores) * (rank + 1)
+        for dt in kernel.scalars:
+            self.scalar_words.append(word)
+            word += 2 if dt.itemsize == 8 else 1
+        self.words = word
         self.written = {st.inplace for st in kernel.stores if st.inplace is not None}
         self.folded = [d for d, r in enumerate(kernel.reduced) if r]
         self.bases: set[int] = set()  # loads whose per-row index part b{i} is in scope
@@ -116,10 +120,14 @@ class _Writer:
         if a.kind == "r":
             return "res"
         dt = self.k.scalars[a.index]
-        raw = param(self.scalar_word + a.index)
+        word = self.scalar_words[a.index]
+        raw = param(word)
+        # naga has no vec2<u32> bitcast; the mask keeps a low word >= 2**31 positive
+        wide = f"((i64({param(word + 1)}) << 32u) | (i64({raw}) & 0xffffffffli))"
         s = {DType.float32: f"bitcast<f32>({raw})", DType.int32: f"bitcast<i32>({raw})",
              DType.uint32: raw, DType.bool: f"({raw} != 0u)",
-             DType.float16: f"f16(bitcast<f32>({raw}))"}[dt]
+             DType.float16: f"f16(bitcast<f32>({raw}))", DType.int64: wide,
+             DType.float64: f"bitcast<f64>({wide})"}[dt]
         return Ty(dt, self.v4).const(s) if self.v4 else s
 
     def index(self, word: int, dims: range | list[int], at: tuple[int, str] | None = None) -> str:
@@ -265,7 +273,7 @@ class _Writer:
         self.row_bases(kept, 2)
         self._row_loop(2, folded, lambda d: self._fold(spec.arg, d))
         self.emit("}")
-        if self.subgroups:
+        if self.subgroups and red.acc.itemsize == 4:  # 64-bit shuffles are not everywhere
             self._combine_subgroups(spec.arg, red.acc)
         else:
             self._combine_tree(spec.arg, red.acc)
@@ -408,9 +416,9 @@ class _Writer:
         t = WGSL_TYPE[dt]
         cmp = ">" if greater else "<"
         self.emit(f"fn af_better(x: {t}, xi: u32, a: {t}, ai: u32) -> bool {{", 0)
-        if dt is DType.float32:
-            self.emit(f"let xn = {isnan('x', False)};")
-            self.emit(f"let an = {isnan('a', False)};")
+        if dt.is_float:
+            self.emit(f"let xn = {isnan('x', False, dt)};")
+            self.emit(f"let an = {isnan('a', False, dt)};")
             self.emit("if (xn || an) { return xn && (!an || xi < ai); }")
         self.emit(f"return x {cmp} a || (x == a && xi < ai);")
         self.emit("}", 0)
