@@ -68,7 +68,7 @@ def _convert(data: Any, dtype: DType | None, device: Any, what: str) -> np.ndarr
     if arr.dtype.kind == "c":
         from_numpy(arr.dtype)  # raises the complex error
     target = dtype or from_numpy(arr.dtype)
-    _check_size(tuple(int(d) for d in arr.shape), device, what)
+    _check_size(tuple(int(d) for d in arr.shape), device, what, dtype)
     if target in _RANGES and arr.dtype.kind in "iuf" and arr.size:
         lo, hi = _RANGES[target]
         if arr.dtype.kind == "f" and not np.isfinite(arr).all():
@@ -101,7 +101,7 @@ def full(shape: Any, value: Any, dtype: Any = None, *, device: Any = None) -> Te
     fill = _convert(value, dt, device, "full()")
     if fill.ndim:
         raise DataError(f"full(): the fill value must be a scalar, not shape {fill.shape}")
-    _check_size(shape, device, "full()")
+    _check_size(shape, device, "full()", as_dtype(fill.dtype))
     return from_numpy_array(np.full(shape, fill, dtype=fill.dtype), device)
 
 

@@ -418,13 +418,13 @@ def check_dims(dims: tuple[int, ...] | list[int], what: str) -> None:
                              f"{MAX_DIM}, the largest asyncfusion indexes")
 
 
-_WIDEST = max(d.itemsize for d in DType)
+_WIDEST = 4  # the widest dtype a call without dtype= makes (64-bit ones need dtype=)
 
 
 def _check_size(shape: tuple[int, ...], device: Any, what: str,
                 dtype: DType | None = None) -> None:
-    """Refuse a tensor larger than the device's largest buffer (``dtype`` unknown yet: the
-    widest one's size)."""
+    """Refuse a tensor larger than the device's largest buffer (``dtype`` unknown yet: 4
+    bytes an element)."""
     nbytes = numel(shape) * (dtype.itemsize if dtype is not None else _WIDEST)
     if nbytes > device.max_buffer_size:
         raise LimitError(

@@ -1,10 +1,12 @@
-"""float16 end to end, against numpy: fused (``dev``), plain (``plain``) and on the numpy
-backend (``ref``).
+"""float16, float64 and int64 end to end, against numpy: fused (``dev``), plain
+(``plain``) and on the numpy backend (``ref``).
 
 float16 is computed in float32 and rounded to float16 per op, as numpy does, so
 arithmetic matches numpy's float16 results exactly; transcendental functions may differ
 by one float16 ulp (rtol 1e-3). Reductions and matmul accumulate in float32 and round
-once: they are compared with numpy in float32, rounded to float16.
+once: they are compared with numpy in float32, rounded to float16. float64 arithmetic
+is IEEE (rtol 1e-15 leaves a few ulp for division and sqrt, which follow the device);
+int64 is exact.
 """
 
 from __future__ import annotations
@@ -164,12 +166,17 @@ async def test_creation_and_namespace(dev):
     await assert_close(af.full((3,), 1 / 3, af.float16, device=dev),
                        np.full(3, 1 / 3, np.float16), rtol=0, atol=0)
     info = af.__array_namespace_info__()
-    assert info.dtypes(device=dev, kind="real floating") == {"float16": af.float16,
-                                                             "float32": af.float32}
-    # float64 data narrows to float32, as JAX does by default; float64 is never a dtype
+    assert info.dtypes(device=dev, kind="real floating") == {
+        "float16": af.float16, "float32": af.float32, "float64": af.float64}
+    assert info.dtypes(device=dev, kind="signed integer") == {"int32": af.int32,
+                                                              "int64": af.int64}
+    # float64 data narrows to float32, as JAX does by default; dtype= keeps 64 bits
     assert af.tensor(np.ones(2), device=dev).dtype is af.float32
-    with pytest.raises(af.DTypeError, match="float32"):
-        af.tensor([1.0], dtype="float64", device=dev)
+    assert af.tensor(np.arange(2), device=dev).dtype is af.int32
+    assert af.tensor([1.0], dtype="float64", device=dev).dtype is af.float64
+    assert af.tensor([1], dtype=np.int64, device=dev).dtype is af.int64
+    with pytest.raises(af.DataError, match="do not fit in int64"):
+        af.tensor(np.array([2**63], np.uint64), dtype=af.int64, device=dev)
 
 
 async def test_adapter_without_shader_f16_refuses_float16(dev, monkeypatch):
@@ -183,3 +190,97 @@ async def test_adapter_without_shader_f16_refuses_float16(dev, monkeypatch):
         af.zeros((2,), af.float16, device=dev)
     assert "float16" not in af.__array_namespace_info__().dtypes(device=dev)
     await assert_close(x, [1.0, 2.0])
+
+
+def wide(shape, lo=-3.0, hi=3.0) -> np.ndarray:
+    return RNG.uniform(lo, hi, shape)
+
+
+@pytest.mark.parametrize("shape", [(1,), (5, 7), (4, 8)])
+async def test_float64_arithmetic_is_ieee(devices, shape):
+    x, y = wide(shape), wide(shape, 0.5, 2.0)
+    x.flat[0] = np.inf
+    with np.errstate(invalid="ignore"):
+        want = (x * y - x / y + 0.1) / np.sqrt(y)
+        want_cancel = x - x  # inf - inf is NaN, not a folded 0
+    for d in devices:
+        t, u = af.tensor(x, af.float64, device=d), af.tensor(y, af.float64, device=d)
+        await assert_close((t * u - t / u + 0.1) / af.sqrt(u), want, rtol=1e-15, atol=0)
+        await assert_close(t - t, want_cancel, rtol=0, atol=0)
+        await assert_close(af.minimum(t, u) > 0.1, np.minimum(x, y) > 0.1)
+
+
+async def test_float64_keeps_what_float32_loses(devices):
+    for d in devices:
+        one = af.tensor([1.0 + 2.0 ** -40, 1e300], af.float64, device=d)
+        await assert_close(one - 1.0, np.array([2.0 ** -40, 1e300 - 1.0]), rtol=0, atol=0)
+        await assert_close(one * 1e-300, np.array([(1.0 + 2.0 ** -40) * 1e-300, 1.0]),
+                           rtol=1e-15, atol=0)
+
+
+async def test_int64_is_exact_beyond_32_bits(devices):
+    i = RNG.integers(-(2**40), 2**40, (6, 5))
+    j = RNG.integers(-100, 100, (6, 5)).astype(np.int32)
+    for d in devices:
+        k = af.tensor(i, af.int64, device=d)
+        await assert_close(k * 3 - 5 + 2**35, i * 3 - 5 + 2**35)
+        await assert_close(k + af.tensor(j, device=d), i + j)
+        await assert_close(k >> 3, i >> 3)
+        await assert_close(k << 2, i << 2)
+        await assert_close(k < 2**36, i < 2**36)
+        await assert_close(k ** 2, i ** 2)
+        await assert_close(af.abs(k) & 0xFFFF, np.abs(i) & 0xFFFF)
+
+
+@pytest.mark.parametrize("shape", [(5, 7), (3, 1024)])
+async def test_64bit_reductions(devices, shape):
+    x, i = wide(shape), RNG.integers(-(2**40), 2**40, shape)
+    x.flat[3] = np.nan
+    for d in devices:
+        t, k = af.tensor(x, af.float64, device=d), af.tensor(i, af.int64, device=d)
+        await assert_close(t.sum(axis=-1), x.sum(axis=-1), rtol=1e-13, atol=1e-12)
+        await assert_close(t.max(axis=0), x.max(axis=0), rtol=0, atol=0)
+        await assert_close(t.argmax(axis=-1), x.argmax(axis=-1).astype(np.int32))
+        await assert_close(af.mean(t[1:]), x[1:].mean(), rtol=1e-13, atol=1e-13)
+        await assert_close(k.sum(axis=-1), i.sum(axis=-1))
+        await assert_close(k.min(axis=0), i.min(axis=0))
+        await assert_close(k.argmin(axis=-1), i.argmin(axis=-1).astype(np.int32))
+
+
+async def test_64bit_casts(devices):
+    x = np.array([-2.75, 0.5, 3e9, 1e300, -0.0])
+    i = np.array([-(2**62), -1, 0, 2**40 + 1, 7])
+    with np.errstate(over="ignore"):
+        x32 = x.astype(np.float32)  # 1e300 becomes inf
+    for d in devices:
+        t, k = af.tensor(x, af.float64, device=d), af.tensor(i, af.int64, device=d)
+        await assert_close(t.astype(af.float32), x32, rtol=0, atol=0)
+        await assert_close(t[:3].astype(af.int64), x[:3].astype(np.int64))
+        await assert_close(k.astype(af.float64), i.astype(np.float64), rtol=0, atol=0)
+        await assert_close(k.astype(af.int32)[1:4], i[1:4].astype(np.int32))
+        await assert_close(k.astype(af.bool_), i.astype(bool))
+        await assert_close(af.tensor(x32, device=d).astype(af.float64),
+                           x32.astype(np.float64), rtol=0, atol=0)
+
+
+async def test_64bit_refusals_name_what_to_use(dev):
+    t = af.tensor([1.0, 2.0], af.float64, device=dev)
+    k = af.tensor([1, 2], af.int64, device=dev)
+    with pytest.raises(af.DTypeError, match=r"exp is not available for float64.*"
+                                            r"astype\(asyncfusion.float32\)"):
+        t.exp()
+    with pytest.raises(af.DTypeError, match=r"astype\(asyncfusion.int32\)"):
+        k // 2
+    with pytest.raises(af.DTypeError, match=r"matmul.*float64.*astype\(asyncfusion.float32\)"):
+        t @ t
+    assert (k + af.tensor([1, 2], af.uint32, device=dev)).dtype is af.int64
+    assert (t + af.tensor([1.0], device=dev)).dtype is af.float64
+    assert af.can_cast(af.int32, af.int64) and not af.can_cast(af.int64, af.int32)
+
+
+async def test_adapter_without_64bit_features_refuses_them(dev, monkeypatch):
+    monkeypatch.setattr(dev.backend, "dtypes", frozenset(af.DType) - {af.float64, af.int64})
+    with pytest.raises(af.DTypeError, match="shader-f64 and shader-int64.*asyncfusion.float32"):
+        af.tensor([1.0], af.float64, device=dev)
+    with pytest.raises(af.DTypeError, match="shader-int64.*asyncfusion.int32"):
+        af.tensor([1.0], device=dev).astype(af.int64)
