@@ -17,7 +17,8 @@ import numpy as np
 from .dtype import DType
 
 __all__ = ["Ty", "Primitive", "PRIMITIVES", "Reduction", "REDUCTIONS", "register",
-           "WGSL_TYPE", "STORAGE_TYPE", "isnan", "HELPERS", "WIDE"]
+           "WGSL_TYPE", "STORAGE_TYPE", "isnan", "convert", "HELPERS", "HELPERS_WIDE", "WIDE",
+           "WIDE_INT"]
 
 WGSL_TYPE = {DType.float16: "f16", DType.float32: "f32", DType.float64: "f64",
              DType.int64: "i64", DType.int32: "i32", DType.uint32: "u32",
@@ -86,7 +87,8 @@ WIDE = frozenset((
     "abs", "square", "relu", "sign", "floor", "ceil", "round", "trunc", "positive",
     "signbit", "isnan", "isinf", "isfinite", "eq", "ne", "lt", "le", "gt", "ge", "where",
     "cast", "copy", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_invert",
-    "bitwise_left_shift", "bitwise_right_shift"))
+    "bitwise_left_shift", "bitwise_right_shift", "floor_divide", "remainder"))
+WIDE_INT = frozenset(("pow",))  # and these for int64 only (float64 pow needs exp and log)
 
 
 def register(p: Primitive) -> Primitive:
@@ -97,6 +99,17 @@ def register(p: Primitive) -> Primitive:
 
 
 # -- WGSL building blocks --------------------------------------------------------------
+def convert(expr: str, src: DType, ty: Ty) -> str:
+    """``expr`` (of ``src``) as ``ty``. A 32-bit integer becomes int64 by an explicit sign
+    or zero extension: naga (wgpu 0.32) sign-extends ``i64(u32)``, and on lavapipe a plain
+    ``i64(x)`` of a negative i32 compares as non-negative."""
+    if ty.dtype is DType.int64 and src is DType.int32:
+        return f"((i64({expr}) << 32u) >> 32u)"
+    if ty.dtype is DType.int64 and src is DType.uint32:
+        return f"(i64({expr}) & 0xffffffffli)"
+    return f"{ty.t}({expr})"
+
+
 _ABS64 = "0x7fffffffffffffffli"
 _INF64 = "0x7ff0000000000000li"
 
@@ -286,6 +299,46 @@ def _lanes(name: str, t: str, arity: int) -> str:
 HELPERS: dict[str, str] = {
     name: text + "".join(_lanes(name, t, arity) for t in types)
     for name, (text, types, arity) in _SCALAR_HELPERS.items()
+}
+# float64/int64 versions (scalar: 64-bit kernels never run vec4), emitted only into
+# kernels that compute in them: a shader that names f64 needs the adapter's feature.
+HELPERS_WIDE: dict[str, str] = {
+    "af_pow": """fn af_pow_i64(a: i64, b: i64) -> i64 {
+  if (b < 0li) {
+    if (a == 1li) { return 1li; }
+    if (a == -1li) { return select(-1li, 1li, (b & 1li) == 0li); }
+    return 0li;
+  }
+  var r = 1li;
+  var x = a;
+  var e = b;
+  loop {
+    if (e == 0li) { break; }
+    if ((e & 1li) == 1li) { r = r * x; }
+    x = x * x;
+    e = e >> 1u;
+  }
+  return r;
+}
+""",
+    "af_floordiv": """fn af_floordiv_f64(a: f64, b: f64) -> f64 { return floor(a / b); }
+fn af_floordiv_i64(a: i64, b: i64) -> i64 {
+  if (b == 0li) { return 0li; }
+  let q = a / b;
+  let r = a - q * b;
+  return select(q, q - 1li, r != 0li && ((r < 0li) != (b < 0li)));
+}
+""",
+    "af_rem": """fn af_rem_f64(a: f64, b: f64) -> f64 {
+  let r = a - b * floor(a / b);
+  return select(r, r - b, r != 0.0 && abs(r) >= abs(b));
+}
+fn af_rem_i64(a: i64, b: i64) -> i64 {
+  if (b == 0li) { return 0li; }
+  let r = a - (a / b) * b;
+  return select(r, r + b, r != 0li && ((r < 0li) != (b < 0li)));
+}
+""",
 }
 
 

@@ -17,7 +17,8 @@ import numpy as np
 
 from ...dtype import DType
 from ...kernel import Arg, Kernel, LaunchArgs, Level
-from ...primitives import HELPERS, PRIMITIVES, REDUCTIONS, STORAGE_TYPE, WGSL_TYPE, Ty, isnan
+from ...primitives import (HELPERS, HELPERS_WIDE, PRIMITIVES, REDUCTIONS, STORAGE_TYPE, WGSL_TYPE,
+                           Ty, convert, isnan)
 
 __all__ = ["render", "enables", "param_words", "param", "HEAD_WORDS", "INNER_STEPS"]
 
@@ -99,6 +100,9 @@ class _Writer:
         helpers = {h for i in k.body for h in PRIMITIVES[i.op].helpers}
         for h in sorted(helpers):
             self.lines.append(HELPERS[h].rstrip())
+        wide = {h for i in k.body if i.compute.itemsize == 8 for h in PRIMITIVES[i.op].helpers}
+        for h in sorted(wide & HELPERS_WIDE.keys()):
+            self.lines.append(HELPERS_WIDE[h].rstrip())
 
     # -- values --------------------------------------------------------------------------
     def dtype_of(self, a: Arg) -> DType:
@@ -167,8 +171,10 @@ class _Writer:
         for a in ins.args:
             e = self.expr(a)
             as_is = ins.op == "cast" or (ins.op == "where" and not args)  # rule converts
-            if self.dtype_of(a) is not ins.compute and not as_is:
-                e = f"{ty.t}({e})"
+            src = self.dtype_of(a)
+            if src is not ins.compute and (not as_is or (ins.op == "cast" and src.is_int and
+                                                         ins.compute is DType.int64)):
+                e = convert(e, src, ty)
             args.append(e)
         e = PRIMITIVES[ins.op].wgsl(args, ty)
         if ins.out is not ins.compute and ins.out is not DType.bool:  # float16 from float32
@@ -179,7 +185,7 @@ class _Writer:
         st = self.k.stores[j]
         e = self.expr(st.value)
         if self.dtype_of(st.value) is not st.dtype:
-            e = f"{Ty(st.dtype, self.v4).t}({e})"
+            e = convert(e, self.dtype_of(st.value), Ty(st.dtype, self.v4))
         if st.dtype is DType.bool:
             e = (f"select(vec4<u32>(0u), vec4<u32>(1u), {e})" if self.v4
                  else f"select(0u, 1u, {e})")
@@ -402,7 +408,7 @@ class _Writer:
         if red.src is DType.bool:
             x = f"select(0u, 1u, {x})"
         elif red.src is not red.acc:
-            x = f"{WGSL_TYPE[red.acc]}({x})"
+            x = convert(x, red.src, Ty(red.acc, False))
         self.emit(f"let x = {x};", depth)
         self._fold_pair(arg, red.acc, ("acc", "acc_i"), ("x", "r"), depth)
 
