@@ -297,3 +297,17 @@ async def test_adapter_without_64bit_features_refuses_them(dev, monkeypatch):
         af.tensor([1.0], af.float64, device=dev)
     with pytest.raises(af.DTypeError, match="shader-int64.*asyncfusion.int32"):
         af.tensor([1.0], device=dev).astype(af.int64)
+
+
+async def test_64bit_selection_and_layout(devices):
+    x, i = wide((7, 9)), RNG.integers(-(2**40), 2**40, (7, 9))
+    at = np.array([3, 0, 8], np.int32)
+    for d in devices:
+        t, k = af.tensor(x, af.float64, device=d), af.tensor(i, af.int64, device=d)
+        idx = af.tensor(at, device=d)
+        await assert_close(af.take(t, idx, axis=1), x[:, at], rtol=0, atol=0)
+        await assert_close(af.topk(k, 3, axis=1)[0], -np.sort(-i, 1)[:, :3])
+        await assert_close(af.sort(t, axis=1), np.sort(x, 1), rtol=0, atol=0)
+        await assert_close(af.cat([k, k.T.T], 1), np.concatenate([i, i], 1))
+        await assert_close(af.cumulative_sum(k, axis=1), np.cumsum(i, 1))
+        await assert_close(af.where(k > 0, k, 2**50), np.where(i > 0, i, 2**50))
