@@ -16,10 +16,11 @@ from .nonzero import nonzero
 from .creation import (arange, empty, empty_like, eye, full, full_like, linspace, ones,
                        ones_like, rand, randn, tensor, zeros, zeros_like)
 from .device import Device, default_device, open_device, to_data
-from .dtype import DType, bool_, float32, int32, uint32
-from .errors import (AsyncFusionError, AxisError, InputError, Overloaded, http_status, IndexingError, BlockingCallError, DataError,
+from .dtype import DType, bool_, float16, float32, float64, int32, int64, uint32
+from .errors import (AsyncFusionError, AxisError, BlockingCallError, DataError,
                      DeviceClosedError, DeviceLostError, DeviceMismatchError, DTypeError,
-                     ExecutionError, LimitError, NoAdapterError, ShapeError)
+                     ExecutionError, IndexingError, InputError, LimitError, NoAdapterError,
+                     Overloaded, ShapeError, http_status)
 from .indexing import (argsort, gather, index_select, one_hot, sort, stack, take,
                        take_along_axis, topk)
 from .interop import asarray, from_dlpack
@@ -75,7 +76,7 @@ __all__ = [
     "triu", "unstack", "vecdot",
     "astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
     "e", "inf", "nan", "newaxis", "pi",
-    "float32", "int32", "uint32", "bool_",
+    "float16", "float32", "float64", "int32", "int64", "uint32", "bool_",
     "tracing", "take_launches",
     "AsyncFusionError", "InputError", "Overloaded", "http_status", "ShapeError", "IndexingError", "DTypeError", "DeviceMismatchError", "AxisError",
     "LimitError", "DataError", "ExecutionError", "DeviceLostError", "DeviceClosedError",

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .dtype import DType, as_dtype, from_numpy
+from .dtype import DType, as_dtype, check_held, from_numpy
 from .errors import DataError, ShapeError
 from .ir import InitOp
 from .tensor import Tensor, _check_size, check_dims
@@ -17,7 +17,8 @@ from .tensor import Tensor, _check_size, check_dims
 __all__ = ["tensor", "zeros", "ones", "full", "arange", "rand", "randn", "from_numpy_array",
            "zeros_like", "ones_like", "full_like", "empty", "empty_like", "eye", "linspace"]
 
-_RANGES = {DType.int32: (-(2**31), 2**31 - 1), DType.uint32: (0, 2**32 - 1)}
+_RANGES = {DType.int32: (-(2**31), 2**31 - 1), DType.uint32: (0, 2**32 - 1),
+           DType.int64: (-(2**63), 2**63 - 1)}
 
 
 def _device(device: Any) -> Any:
@@ -42,7 +43,8 @@ def _shape(shape: Any) -> tuple[int, ...]:
 
 def from_numpy_array(arr: np.ndarray, device: Any) -> Tensor:
     """Upload an array whose dtype is already one the device holds."""
-    dtype = from_numpy(arr.dtype)
+    dtype = as_dtype(arr.dtype)
+    check_held(dtype, device, "tensor()")
     shape = tuple(int(d) for d in arr.shape)
     out = Tensor(shape, dtype, device)
     out_ir = out.out_ir()
@@ -66,7 +68,7 @@ def _convert(data: Any, dtype: DType | None, device: Any, what: str) -> np.ndarr
     if arr.dtype.kind == "c":
         from_numpy(arr.dtype)  # raises the complex error
     target = dtype or from_numpy(arr.dtype)
-    _check_size(tuple(int(d) for d in arr.shape), device, what)
+    _check_size(tuple(int(d) for d in arr.shape), device, what, dtype)
     if target in _RANGES and arr.dtype.kind in "iuf" and arr.size:
         lo, hi = _RANGES[target]
         if arr.dtype.kind == "f" and not np.isfinite(arr).all():
@@ -82,7 +84,8 @@ def _convert(data: Any, dtype: DType | None, device: Any, what: str) -> np.ndarr
 def tensor(data: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
     """A tensor holding ``data`` (nested lists, a scalar, or a numpy array).
 
-    float64 data becomes float32 and int64 becomes int32 (values must fit); complex,
+    float64 data becomes float32 and int64 becomes int32 (values must fit) unless ``dtype``
+    says float64/int64 (where the adapter has them); complex,
     string and object data raise :class:`DTypeError` / :class:`DataError`.
     """
     device = _device(device)
@@ -98,7 +101,7 @@ def full(shape: Any, value: Any, dtype: Any = None, *, device: Any = None) -> Te
     fill = _convert(value, dt, device, "full()")
     if fill.ndim:
         raise DataError(f"full(): the fill value must be a scalar, not shape {fill.shape}")
-    _check_size(shape, device, "full()")
+    _check_size(shape, device, "full()", as_dtype(fill.dtype))
     return from_numpy_array(np.full(shape, fill, dtype=fill.dtype), device)
 
 

@@ -153,10 +153,11 @@ def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True) -> tuple[Tenso
     if not 1 <= k <= n:
         raise ShapeError(f"topk: k={k} must be between 1 and the axis size {n} (axis {ax} "
                          f"of shape {x.shape})")
-    if x.dtype is DType.float32:
+    if x.dtype.is_float:
         mask: float | int = float("-inf") if largest else float("inf")
     else:
-        info = {DType.int32: (-(2**31), 2**31 - 1), DType.uint32: (0, 2**32 - 1)}[x.dtype]
+        info = {DType.int32: (-(2**31), 2**31 - 1), DType.uint32: (0, 2**32 - 1),
+                DType.int64: (-(2**63), 2**63 - 1)}[x.dtype]
         mask = info[0] if largest else info[1]
     if n >= 4 * _CHUNK and 4 * k <= _CHUNK:
         return _topk_chunked(x, k, ax, largest, mask)
@@ -227,7 +228,7 @@ def argsort(x: Tensor, axis: int = -1, descending: bool = False) -> Tensor:
     iota = arange(n, dtype=DType.int32, device=x.device)
     ii, jj = iota.unsqueeze(-1), iota
     a, b = (xi, xj) if descending else (xj, xi)
-    if x.dtype is DType.float32:  # NaN sorts last either way
+    if x.dtype.is_float:  # NaN sorts last either way
         nan_i, nan_j = xi.isnan(), xj.isnan()
         ahead = (a < b) | (~nan_j & nan_i)
         same = (xj == xi) | (nan_i & nan_j)

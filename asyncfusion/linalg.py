@@ -37,6 +37,10 @@ def matmul(a: Any, b: Any) -> Tensor:
     if dtype is DType.bool:
         raise DTypeError("matmul (@) is not defined for bool tensors; cast with "
                          ".astype(asyncfusion.int32) or .astype(asyncfusion.float32) first")
+    if dtype.itemsize == 8:
+        instead = "float32" if dtype.is_float else "int32"
+        raise DTypeError(f"matmul (@) of {dtype.label} is not available (the tiled kernel is "
+                         f"written for 32-bit words); cast with .astype(asyncfusion.{instead})")
     if a.dtype is not dtype:
         a = a.astype(dtype)
     if b.dtype is not dtype:

@@ -418,13 +418,15 @@ def _shift_amount(b: str, ty: Ty) -> str:
 
 def _left_shift(a: list[str], ty: Ty) -> str:
     n = _shift_amount(a[1], ty)
-    return f"select({a[0]} << {n}, {ty.const('0')}, {n} >= {_bits(ty)}(32u))"
+    width = ty.dtype.itemsize * 8
+    return f"select({a[0]} << {n}, {ty.const('0')}, {n} >= {_bits(ty)}({width}u))"
 
 
 def _right_shift(a: list[str], ty: Ty) -> str:
     n = _shift_amount(a[1], ty)
-    if ty.dtype is DType.int32:  # arithmetic: a shift of 31 or more gives 0 or -1
-        return f"({a[0]} >> min({n}, {_bits(ty)}(31u)))"
+    width = ty.dtype.itemsize * 8
+    if ty.dtype is not DType.uint32:  # arithmetic: a shift of 31 (63) or more gives 0 or -1
+        return f"({a[0]} >> min({n}, {_bits(ty)}({width - 1}u)))"
     return f"select({a[0]} >> {n}, {ty.const('0u')}, {n} >= {_bits(ty)}(32u))"
 
 
@@ -432,7 +434,9 @@ def _signbit(a: list[str], ty: Ty) -> str:
     if ty.dtype is DType.float32:
         u = _bits(ty)
         return f"((bitcast<{u}>({a[0]}) >> {u}(31u)) == {u}(1u))"
-    if ty.dtype is DType.int32:
+    if ty.dtype is DType.float64:
+        return f"(bitcast<i64>({a[0]}) < 0li)"
+    if ty.dtype in (DType.int32, DType.int64):
         return f"({a[0]} < {ty.const('0')})"
     return "vec4<bool>(false)" if ty.vec4 else "false"
 
@@ -445,8 +449,13 @@ def _np_reciprocal(a: np.ndarray) -> np.ndarray:
     return np.asarray(a.dtype.type(1) / a)
 
 
+def _div(a: list[str], ty: Ty) -> str:
+    """float32 through ``af_div`` (accurate over the whole range); float64 as WGSL's ``/``."""
+    return f"({a[0]} / {a[1]})" if ty.dtype is DType.float64 else _fn("af_div")(a, ty)
+
+
 MATH_PRIMITIVES: tuple[Primitive, ...] = (
-    _float("div", "Div", np.true_divide, 2, "/"),
+    Primitive("div", 2, "float", "Div", np.true_divide, _div, "/", _math("div")[1]),
     _float("exp", "Exp", np.exp), _float("log", "Log", np.log),
     _float("sin", "Sin", np.sin), _float("cos", "Cos", np.cos), _float("tan", "Tan", np.tan),
     _float("asin", "Asin", np.arcsin), _float("acos", "Acos", np.arccos),

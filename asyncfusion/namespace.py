@@ -2,9 +2,11 @@
 
 ``t.__array_namespace__()`` returns the ``asyncfusion`` module, so code written against
 the standard (``xp = array_namespace(x)``) runs on it. What it reports is what this
-runtime holds: float32, int32, uint32 and bool on every adapter, no complex dtype, no
-data-dependent output shapes (boolean-mask indexing and ``unique_*`` would need one;
-``nonzero`` is a coroutine, ``await af.nonzero(x)``, that waits for its count).
+runtime holds: float32, int32, uint32 and bool on every adapter, float16, float64 and int64
+where the adapter has ``shader-f16``/``-f64``/``-int64`` (the numpy backend always), no
+complex dtype, no data-dependent output shapes (boolean-mask indexing and ``unique_*``
+would need one; ``nonzero`` is a coroutine, ``await af.nonzero(x)``, that waits for its
+count).
 """
 
 from __future__ import annotations
@@ -31,12 +33,13 @@ newaxis = None
 
 _KINDS = {
     "bool": (DType.bool,),
-    "signed integer": (DType.int32,),
+    "signed integer": (DType.int32, DType.int64),
     "unsigned integer": (DType.uint32,),
-    "integral": (DType.int32, DType.uint32),
-    "real floating": (DType.float32,),
+    "integral": (DType.int32, DType.int64, DType.uint32),
+    "real floating": (DType.float16, DType.float32, DType.float64),
     "complex floating": (),
-    "numeric": (DType.int32, DType.uint32, DType.float32),
+    "numeric": (DType.int32, DType.int64, DType.uint32, DType.float16, DType.float32,
+                DType.float64),
 }
 
 
@@ -95,7 +98,7 @@ def iinfo(type: Any, /) -> iinfo_object:  # noqa: A002 - the standard's name
     dt = _dtype_of(type)
     if not dt.is_int:
         raise DTypeError(f"iinfo: {dt.label} is not an integer dtype; use finfo for floats")
-    i = np.iinfo(np.int32 if dt is DType.int32 else np.uint32)
+    i = np.iinfo(dt.np)  # type: ignore[type-var]  # an integer dtype: checked above
     return iinfo_object(i.bits, int(i.max), int(i.min), dt)
 
 
@@ -120,9 +123,14 @@ def result_type(*arrays_and_dtypes: Any) -> DType:
 
 def can_cast(from_: Any, to: Any, /) -> bool:
     """Whether the standard's promotion lattice casts ``from_`` to ``to`` without loss:
-    among float32, int32, uint32 and bool only each type to itself (int32 and uint32 need
-    int64, and mixing kinds is never a safe cast)."""
-    return _dtype_of(from_) is as_dtype(to)
+    each type to itself, a float to a wider float, int32 and uint32 to int64 (mixing kinds
+    is never a safe cast)."""
+    src, dst = _dtype_of(from_), as_dtype(to)
+    return src is dst or dst in _WIDER.get(src, ())
+
+
+_WIDER = {DType.float16: (DType.float32, DType.float64), DType.float32: (DType.float64,),
+          DType.int32: (DType.int64,), DType.uint32: (DType.int64,)}
 
 
 def astype(x: Tensor, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Tensor:
@@ -161,8 +169,11 @@ class ArrayNamespaceInfo:
                 "integral": DType.int32, "indexing": DType.int32}
 
     def dtypes(self, *, device: Any = None, kind: Any = None) -> dict[str, DType]:
-        """The dtypes held on every adapter (optionally of one ``kind``)."""
-        return {d.label: d for d in DType if kind is None or isdtype(d, kind)}
+        """The dtypes ``device`` (the default device) holds, optionally of one ``kind``:
+        float16 only where its adapter has ``shader-f16``."""
+        from .device import as_device
+        held = (self.default_device() if device is None else as_device(device)).backend.dtypes
+        return {d.label: d for d in DType if d in held and (kind is None or isdtype(d, kind))}
 
 
 def __array_namespace_info__() -> ArrayNamespaceInfo:  # noqa: N807 - the standard's name

@@ -17,11 +17,14 @@ import numpy as np
 from .dtype import DType
 
 __all__ = ["Ty", "Primitive", "PRIMITIVES", "Reduction", "REDUCTIONS", "register",
-           "WGSL_TYPE", "STORAGE_TYPE", "isnan", "HELPERS"]
+           "WGSL_TYPE", "STORAGE_TYPE", "isnan", "convert", "HELPERS", "HELPERS_WIDE", "WIDE",
+           "WIDE_INT"]
 
-WGSL_TYPE = {DType.float32: "f32", DType.int32: "i32", DType.uint32: "u32",
+WGSL_TYPE = {DType.float16: "f16", DType.float32: "f32", DType.float64: "f64",
+             DType.int64: "i64", DType.int32: "i32", DType.uint32: "u32",
              DType.bool: "bool"}
-STORAGE_TYPE = {DType.float32: "f32", DType.int32: "i32", DType.uint32: "u32",
+STORAGE_TYPE = {DType.float16: "f16", DType.float32: "f32", DType.float64: "f64",
+                DType.int64: "i64", DType.int32: "i32", DType.uint32: "u32",
                 DType.bool: "u32"}  # WGSL cannot store bool: a u32 per element
 
 
@@ -76,6 +79,16 @@ class Primitive:
 
 
 PRIMITIVES: dict[str, Primitive] = {}
+# The primitives that run in float64 and int64: those written with WGSL operators and
+# the builtins that take 64-bit types (WGSL's exp, log, pow and trigonometric builtins
+# take 16/32-bit floats only; the accurate math helpers are written for float32).
+WIDE = frozenset((
+    "add", "sub", "mul", "div", "reciprocal", "sqrt", "rsqrt", "minimum", "maximum", "neg",
+    "abs", "square", "relu", "sign", "floor", "ceil", "round", "trunc", "positive",
+    "signbit", "isnan", "isinf", "isfinite", "eq", "ne", "lt", "le", "gt", "ge", "where",
+    "cast", "copy", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_invert",
+    "bitwise_left_shift", "bitwise_right_shift", "floor_divide", "remainder"))
+WIDE_INT = frozenset(("pow",))  # and these for int64 only (float64 pow needs exp and log)
 
 
 def register(p: Primitive) -> Primitive:
@@ -86,15 +99,35 @@ def register(p: Primitive) -> Primitive:
 
 
 # -- WGSL building blocks --------------------------------------------------------------
-def isnan(expr: str, vec4: bool) -> str:
-    """NaN test by bits: lavapipe compiles float ``!=`` as an ordered compare."""
+def convert(expr: str, src: DType, ty: Ty) -> str:
+    """``expr`` (of ``src``) as ``ty``. A 32-bit integer becomes int64 by an explicit sign
+    or zero extension: naga (wgpu 0.32) sign-extends ``i64(u32)``, and on lavapipe a plain
+    ``i64(x)`` of a negative i32 compares as non-negative."""
+    if ty.dtype is DType.int64 and src is DType.int32:
+        return f"((i64({expr}) << 32u) >> 32u)"
+    if ty.dtype is DType.int64 and src is DType.uint32:
+        return f"(i64({expr}) & 0xffffffffli)"
+    return f"{ty.t}({expr})"
+
+
+_ABS64 = "0x7fffffffffffffffli"
+_INF64 = "0x7ff0000000000000li"
+
+
+def isnan(expr: str, vec4: bool, dtype: DType = DType.float32) -> str:
+    """NaN test by bits: lavapipe compiles float ``!=`` as an ordered compare. float64
+    (never in ``vec4`` kernels) is tested through its int64 bits."""
+    if dtype is DType.float64:
+        return f"((bitcast<i64>({expr}) & {_ABS64}) > {_INF64})"
     if vec4:
         return (f"((bitcast<vec4<u32>>({expr}) & vec4<u32>(0x7fffffffu)) > "
                 f"vec4<u32>(0x7f800000u))")
     return f"((bitcast<u32>({expr}) & 0x7fffffffu) > 0x7f800000u)"
 
 
-def _isinf(expr: str, vec4: bool) -> str:
+def _isinf(expr: str, vec4: bool, dtype: DType) -> str:
+    if dtype is DType.float64:
+        return f"((bitcast<i64>({expr}) & {_ABS64}) == {_INF64})"
     if vec4:
         return (f"((bitcast<vec4<u32>>({expr}) & vec4<u32>(0x7fffffffu)) == "
                 f"vec4<u32>(0x7f800000u))")
@@ -103,7 +136,7 @@ def _isinf(expr: str, vec4: bool) -> str:
 
 def _by_kind(fl: Rule, it: Rule, ut: Rule | None = None) -> Rule:
     def rule(a: list[str], ty: Ty) -> str:
-        if ty.dtype is DType.float32:
+        if ty.dtype.is_float:
             return fl(a, ty)
         if ty.dtype is DType.uint32 and ut is not None:
             return ut(a, ty)
@@ -123,7 +156,7 @@ def _nan_select(fn: str) -> Rule:
     # WGSL leaves min/max of NaN unspecified; numpy propagates NaN.
     return _by_kind(
         lambda a, ty: f"select({fn}({a[0]}, {a[1]}), {a[0]} + {a[1]}, "
-                      f"{isnan(a[0], ty.vec4)} | {isnan(a[1], ty.vec4)})",
+                      f"{isnan(a[0], ty.vec4, ty.dtype)} | {isnan(a[1], ty.vec4, ty.dtype)})",
         lambda a, ty: f"{fn}({a[0]}, {a[1]})")
 
 
@@ -132,7 +165,7 @@ def _cmp(sym: str) -> Rule:
         if ty.dtype is DType.bool and sym not in ("==", "!="):  # WGSL orders no bools
             u = ty.of(DType.uint32).t
             return f"({u}({a[0]}) {sym} {u}({a[1]}))"
-        if ty.dtype is DType.float32 and sym == "!=":  # unordered: true when either is NaN
+        if ty.dtype.is_float and sym == "!=":  # unordered: true when either is NaN
             return f"(!({a[0]} == {a[1]}))"
         return f"({a[0]} {sym} {a[1]})"
     return rule
@@ -144,6 +177,8 @@ def _ieee(op: str, flip: str) -> Rule:
     cannot fold, when an operand is NaN or both are infinities that cancel."""
     def rule(a: list[str], ty: Ty) -> str:
         expr = f"({a[0]} {op} {a[1]})"
+        if ty.dtype is DType.float64:
+            return _ieee64(expr, a, flip)
         if ty.dtype is not DType.float32:
             return expr
         u = "vec4<u32>" if ty.vec4 else "u32"
@@ -154,6 +189,17 @@ def _ieee(op: str, flip: str) -> Rule:
         return (f"select({expr}, {nan}, {isnan(a[0], ty.vec4)} | {isnan(a[1], ty.vec4)} | "
                 f"{cancel})")
     return rule
+
+
+def _ieee64(expr: str, a: list[str], flip: str) -> str:
+    """:func:`_ieee` for float64, on int64 bits."""
+    bits = [f"bitcast<i64>({x})" for x in a]
+    sign = "(-9223372036854775807li - 1li)" if flip != "0u" else "0li"
+    cancel = (f"((({bits[0]} & {_ABS64}) == {_INF64}) & "
+              f"({bits[0]} == ({bits[1]} ^ {sign})))")
+    nan = "bitcast<f64>(0x7ff8000000000000li)"
+    return (f"select({expr}, {nan}, {isnan(a[0], False, DType.float64)} | "
+            f"{isnan(a[1], False, DType.float64)} | {cancel})")
 
 
 def _same(fl: Rule) -> Rule:
@@ -254,6 +300,46 @@ HELPERS: dict[str, str] = {
     name: text + "".join(_lanes(name, t, arity) for t in types)
     for name, (text, types, arity) in _SCALAR_HELPERS.items()
 }
+# float64/int64 versions (scalar: 64-bit kernels never run vec4), emitted only into
+# kernels that compute in them: a shader that names f64 needs the adapter's feature.
+HELPERS_WIDE: dict[str, str] = {
+    "af_pow": """fn af_pow_i64(a: i64, b: i64) -> i64 {
+  if (b < 0li) {
+    if (a == 1li) { return 1li; }
+    if (a == -1li) { return select(-1li, 1li, (b & 1li) == 0li); }
+    return 0li;
+  }
+  var r = 1li;
+  var x = a;
+  var e = b;
+  loop {
+    if (e == 0li) { break; }
+    if ((e & 1li) == 1li) { r = r * x; }
+    x = x * x;
+    e = e >> 1u;
+  }
+  return r;
+}
+""",
+    "af_floordiv": """fn af_floordiv_f64(a: f64, b: f64) -> f64 { return floor(a / b); }
+fn af_floordiv_i64(a: i64, b: i64) -> i64 {
+  if (b == 0li) { return 0li; }
+  let q = a / b;
+  let r = a - q * b;
+  return select(q, q - 1li, r != 0li && ((r < 0li) != (b < 0li)));
+}
+""",
+    "af_rem": """fn af_rem_f64(a: f64, b: f64) -> f64 {
+  let r = a - b * floor(a / b);
+  return select(r, r - b, r != 0.0 && abs(r) >= abs(b));
+}
+fn af_rem_i64(a: i64, b: i64) -> i64 {
+  if (b == 0li) { return 0li; }
+  let r = a - (a / b) * b;
+  return select(r, r + b, r != 0li && ((r < 0li) != (b < 0li)));
+}
+""",
+}
 
 
 def _np_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -319,7 +405,8 @@ for _p in [
     Primitive("relu", 1, "numeric", "Relu", lambda a: np.maximum(a, a.dtype.type(0)),
               lambda a, ty: f"select({a[0]}, {ty.const(_Z)}, {a[0]} < {ty.const(_Z)})"),
     Primitive("sign", 1, "numeric", "Sign", np.sign,
-              _by_kind(lambda a, ty: f"select(sign({a[0]}), {a[0]}, {isnan(a[0], ty.vec4)})",
+              _by_kind(lambda a, ty: f"select(sign({a[0]}), {a[0]}, "
+                                     f"{isnan(a[0], ty.vec4, ty.dtype)})",
                        _unary("sign"),
                        lambda a, ty: f"select({ty.const('0u')}, {ty.const('1u')}, "
                                      f"{a[0]} > {ty.const('0u')})")),
@@ -335,13 +422,14 @@ for _p in [
     Primitive("erf", 1, "float", "Erf", lambda a: _np_erf(a).astype(a.dtype), _fn("af_erf"),
               None, ("af_erf",)),
     Primitive("isnan", 1, "predicate", "IsNan", _np_pred(np.isnan, False),
-              _by_kind(lambda a, ty: isnan(a[0], ty.vec4),
+              _by_kind(lambda a, ty: isnan(a[0], ty.vec4, ty.dtype),
                        lambda a, ty: f"vec4<bool>(false)" if ty.vec4 else "false")),
     Primitive("isinf", 1, "predicate", "IsInf", _np_pred(np.isinf, False),
-              _by_kind(lambda a, ty: _isinf(a[0], ty.vec4),
+              _by_kind(lambda a, ty: _isinf(a[0], ty.vec4, ty.dtype),
                        lambda a, ty: f"vec4<bool>(false)" if ty.vec4 else "false")),
     Primitive("isfinite", 1, "predicate", "IsFinite", _np_pred(np.isfinite, True),
-              _by_kind(lambda a, ty: f"(!({isnan(a[0], ty.vec4)} | {_isinf(a[0], ty.vec4)}))",
+              _by_kind(lambda a, ty: f"(!({isnan(a[0], ty.vec4, ty.dtype)} | "
+                                     f"{_isinf(a[0], ty.vec4, ty.dtype)}))",
                        lambda a, ty: f"vec4<bool>(true)" if ty.vec4 else "true")),
     Primitive("eq", 2, "compare", "Equal", np.equal, _cmp("=="), "=="),
     Primitive("ne", 2, "compare", "NotEqual", np.not_equal, _cmp("!="), "!="),
@@ -377,6 +465,9 @@ class Reduction:
     arg: bool = False
 
     def acc_dtype(self, src: DType) -> DType:
+        """bool folds as uint32 words, float16 in float32 (rounded once at the end)."""
+        if src is DType.float16:
+            return DType.float32
         return DType.uint32 if src is DType.bool else src
 
     def out_dtype(self, src: DType) -> DType:
@@ -385,18 +476,21 @@ class Reduction:
 
 def _lowest(dt: DType) -> str:
     return {DType.float32: "bitcast<f32>(0xff800000u)", DType.int32: "i32(-2147483647 - 1)",
-            DType.uint32: "0u"}[dt]
+            DType.uint32: "0u", DType.float64: "bitcast<f64>(-4503599627370496li)",
+            DType.int64: "(-9223372036854775807li - 1li)"}[dt]
 
 
 def _highest(dt: DType) -> str:
     return {DType.float32: "bitcast<f32>(0x7f800000u)", DType.int32: "2147483647",
-            DType.uint32: "0xffffffffu"}[dt]
+            DType.uint32: "0xffffffffu", DType.float64: f"bitcast<f64>({_INF64})",
+            DType.int64: "9223372036854775807li"}[dt]
 
 
 def _fold_minmax(fn: str) -> Callable[[str, str, DType], str]:
     def combine(a: str, b: str, dt: DType) -> str:
-        if dt is DType.float32:
-            return f"select({fn}({a}, {b}), {a} + {b}, {isnan(a, False)} | {isnan(b, False)})"
+        if dt.is_float:
+            return (f"select({fn}({a}, {b}), {a} + {b}, {isnan(a, False, dt)} | "
+                    f"{isnan(b, False, dt)})")
         return f"{fn}({a}, {b})"
     return combine
 

@@ -73,7 +73,7 @@ def _as_float(x: Tensor) -> Tensor:
     if x.dtype is DType.bool:
         raise DTypeError("mean()/var() are not defined for bool tensors; cast with "
                          ".astype(asyncfusion.float32) first")
-    return x if x.dtype is DType.float32 else x.astype(DType.float32)
+    return x if x.dtype.is_float else x.astype(DType.float32)
 
 
 def mean(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:

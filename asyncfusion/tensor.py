@@ -14,11 +14,11 @@ import numpy as np
 
 from ._debug import in_event_loop
 from .engine.memory import Poison
-from .dtype import DType, as_dtype, promote
+from .dtype import DType, as_dtype, check_held, promote
 from .errors import (AxisError, BlockingCallError, DeviceMismatchError, DTypeError, LimitError,
                      ShapeError)
 from .ir import CatOp, ElementwiseOp, Layout, ScalarIr, TensorIr, TensorStatus, numel
-from .primitives import PRIMITIVES
+from .primitives import PRIMITIVES, WIDE, WIDE_INT
 
 __all__ = ["Tensor", "elementwise", "where", "minimum", "maximum", "cat", "concat"]
 
@@ -65,6 +65,9 @@ def normalize_axis(axis: int, rank: int, what: str) -> int:
     return int(axis) % rank
 
 
+_INT_RANGE = {DType.uint32: (0, 2**32 - 1), DType.int64: (-(2**63), 2**63 - 1)}
+
+
 def _scalar_dtype(value: Any, other: DType, what: str) -> DType:
     """The dtype a Python scalar takes beside a tensor of dtype ``other``."""
     if isinstance(value, (bool, np.bool_)):
@@ -73,11 +76,11 @@ def _scalar_dtype(value: Any, other: DType, what: str) -> DType:
         if other is DType.bool:
             raise DTypeError(f"{what}: cannot combine a bool tensor with float {value!r}; "
                              "cast it with .astype(asyncfusion.float32) first")
-        return DType.float32
+        return other if other.is_float else DType.float32
     if other is DType.bool:
         raise DTypeError(f"{what}: cannot combine a bool tensor with int {value!r}; "
                          "cast it with .astype(asyncfusion.int32) first")
-    lo, hi = (0, 2**32 - 1) if other is DType.uint32 else (-(2**31), 2**31 - 1)
+    lo, hi = _INT_RANGE.get(other, (-(2**31), 2**31 - 1))
     if other.is_int and not lo <= int(value) <= hi:
         raise DTypeError(f"{what}: {value!r} does not fit in {other.label} "
                          f"(range {lo}..{hi}); cast the tensor first")
@@ -312,7 +315,9 @@ class Tensor:
 
     def astype(self, dtype: Any) -> Tensor:
         """This tensor converted to ``dtype`` (float->int truncates toward zero)."""
-        return elementwise("cast", self, dtype=as_dtype(dtype))
+        dt = as_dtype(dtype)
+        check_held(dt, self.device, "astype")
+        return elementwise("cast", self, dtype=dt)
 
     # -- views, reductions and composites live in their own modules -------------------
     def reshape(self, *shape: Any) -> Tensor:
@@ -413,13 +418,13 @@ def check_dims(dims: tuple[int, ...] | list[int], what: str) -> None:
                              f"{MAX_DIM}, the largest asyncfusion indexes")
 
 
-_WIDEST = max(d.itemsize for d in DType)
+_WIDEST = 4  # the widest dtype a call without dtype= makes (64-bit ones need dtype=)
 
 
 def _check_size(shape: tuple[int, ...], device: Any, what: str,
                 dtype: DType | None = None) -> None:
-    """Refuse a tensor larger than the device's largest buffer (``dtype`` unknown yet: the
-    widest one's size)."""
+    """Refuse a tensor larger than the device's largest buffer (``dtype`` unknown yet: 4
+    bytes an element)."""
     nbytes = numel(shape) * (dtype.itemsize if dtype is not None else _WIDEST)
     if nbytes > device.max_buffer_size:
         raise LimitError(
@@ -429,10 +434,19 @@ def _check_size(shape: tuple[int, ...], device: Any, what: str,
 
 
 def _compute_dtype(op: str, rule: str, dtypes: list[DType], what: str) -> tuple[DType, DType]:
-    """(compute dtype, output dtype) of an element-wise op, or a DTypeError."""
+    """(compute dtype, output dtype) of an element-wise op, or a DTypeError. float16 is
+    computed in float32 and rounded to float16 per op, as numpy does."""
     common = dtypes[0]
     for d in dtypes[1:]:
         common = promote(common, d, what)
+    if common is DType.float16 and rule in ("numeric", "float", "compare", "predicate"):
+        return DType.float32, (DType.bool if rule in ("compare", "predicate") else common)
+    if common.itemsize == 8 and op not in WIDE and not (
+            common.is_int and (rule == "float" or op in WIDE_INT)):
+        instead = "float32" if common.is_float else "int32"
+        raise DTypeError(f"{what} is not available for {common.label} (WGSL's exp, log, pow "
+                         "and trigonometric builtins take 16/32-bit floats only); cast with "
+                         f".astype(asyncfusion.{instead}) first")
     if rule == "numeric":
         if common is DType.bool:
             raise DTypeError(f"{what} is not defined for bool tensors; cast with "
@@ -442,7 +456,8 @@ def _compute_dtype(op: str, rule: str, dtypes: list[DType], what: str) -> tuple[
         if common is DType.bool:
             raise DTypeError(f"{what} is not defined for bool tensors; cast with "
                              ".astype(asyncfusion.float32) first")
-        return DType.float32, DType.float32
+        wide = common is DType.float64
+        return (common, common) if wide else (DType.float32, DType.float32)
     if rule == "integer" and not common.is_int:
         raise DTypeError(f"{what} needs integer tensors, got {common.label}; cast with "
                          ".astype(asyncfusion.int32) first")
@@ -528,7 +543,7 @@ def elementwise(op: str, *args: Any, dtype: DType | None = None) -> Tensor:
         raise TypeError(f"{_what(op)}: at least one operand must be an asyncfusion "
                         "Tensor")
     if op == "pow" and len(args) == 2 and args[0] is first and type(args[1]) in (int, float) \
-            and args[1] == 2 and (type(args[1]) is int or first.dtype is DType.float32) \
+            and args[1] == 2 and (type(args[1]) is int or first.dtype.is_float) \
             and first.dtype is not DType.bool:
         return elementwise("square", first)  # x ** 2 is exactly x * x, and far cheaper
     key = tuple(kinds)
@@ -567,9 +582,23 @@ def _with_scalars(op: str, args: tuple[Any, ...], compute: DType
             _scalar_dtype(value, compute, _what(op))  # range check
         elif type(value) is int and compute is DType.float32:
             _float_scalar(value, _what(op))
+        if compute is DType.float32 and _has_half(args):
+            value = _to_half(value)  # the scalar takes the float16 operand's dtype first
         irs.append(_SCALAR_IR[compute])
         scalars.append(value)
     return tuple(irs), tuple(scalars)
+
+
+def _has_half(args: tuple[Any, ...]) -> bool:
+    return any(type(a) is Tensor and a.dtype is DType.float16 for a in args)
+
+
+def _to_half(value: Any) -> Any:
+    """A Python number rounded to float16 (beyond its range: infinity, as numpy)."""
+    if isinstance(value, bool):
+        return value
+    with np.errstate(over="ignore"):
+        return float(np.float16(value))
 
 
 def _float_scalar(value: int, what: str) -> None:

@@ -119,7 +119,7 @@ class _Run:
                 if level is Level.OUT and k.reduce is not None and not k.matmul:
                     red = k.reduce
                     self.result = REDUCTIONS[red.op].numpy(
-                        self.operand(red.value).astype(red.src.np, copy=False),
+                        self.operand(red.value).astype(red.acc.np, copy=False),
                         self.axes).astype(red.out.np)
                 for j, ins in enumerate(k.body):
                     if ins.level is level:
@@ -145,6 +145,7 @@ class NumpyBackend:
     max_storage_bindings = 1 << 30
     max_buffer_size = 1 << 62
     storage_align = 4
+    dtypes = frozenset(DType)
 
     def __init__(self) -> None:
         self.faults = FaultInjector()

@@ -119,8 +119,9 @@ def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
             operands = (load(op.a, Level.ROW, space, pos, op, a_align),
                         load(op.b, Level.ROW, space, pos, op, b_align))
             dt = op.out.dtype
-            body.append(Instr("mul", dt, dt, operands))
-            reduce = Reduce("sum", Arg("v", len(body) - 1), dt, dt, dt)
+            acc = REDUCTIONS["sum"].acc_dtype(dt)  # float16 products sum in float32
+            body.append(Instr("mul", acc, acc, operands))
+            reduce = Reduce("sum", Arg("v", len(body) - 1), acc, acc, dt)
             values[op.out.id] = (Arg("r"), Level.OUT, dt)
             reduce_out = op.out.shape
             shape_from = (pos, True)
@@ -187,7 +188,9 @@ def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
     n = 1
     for d in space:
         n *= d
-    vec4 = (not reduced and n > 0 and n % 4 == 0 and all(s.dense for s in stores)
+    wide = any(ld.dtype.itemsize == 8 for ld in loads) or any(
+        d.itemsize == 8 for ins in body for d in (ins.compute, ins.out))
+    vec4 = (not reduced and n > 0 and n % 4 == 0 and not wide and all(s.dense for s in stores)
             and all(ld.gather is None for ld in loads)
             and all(ld.dense or all(a == -1 for a in al or ())
                     for ld, al in zip(loads, load_align, strict=True)))

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..._debug import assert_off_loop
-from ...dtype import DType
+from ...dtype import NEEDS, DType
 from ...ir import Layout, numel
 from ...kernel import Kernel, LaunchArgs
 from ...trace import Counters
@@ -97,6 +97,8 @@ class WgpuBackend:
         self.gpu = self.rt.adapter_info.get("adapter_type") != "CPU"
         self.limits = dict(self.rt.device.limits)
         self.subgroups = self.rt.subgroups  # reductions combine rows with subgroup shuffles
+        self.dtypes = frozenset(d for d in DType
+                                if set(NEEDS.get(d, ((), d))[0]) <= self.rt.features)
 
     @property
     def adapter_summary(self) -> str:
@@ -122,8 +124,9 @@ class WgpuBackend:
         if raw.dtype == np.bool_:
             raw = raw.astype(np.uint32)
         buf = self.pool.acquire(raw.nbytes)
-        if raw.size:
-            self.rt.queue.write_buffer(buf.gpu, 0, raw.tobytes())
+        if raw.size:  # writes are whole 4-byte words: an odd count of float16 is padded
+            payload = raw.tobytes()
+            self.rt.queue.write_buffer(buf.gpu, 0, payload + bytes(-len(payload) % 4))
         return buf
 
     def sub(self, buffer: Buffer, offset: int, nbytes: int) -> Buffer:
@@ -268,7 +271,9 @@ class WgpuBackend:
             raw = group.host()
         finally:
             self._done(group)
-        words = raw[token.dst:token.dst + token.nbytes].view(token.dtype.storage_np)
+        at = token.dst + token.skip
+        size = (token.end - token.first) * token.dtype.itemsize
+        words = raw[at:at + size].view(token.dtype.storage_np)
         return host_view(words, token.first, token.layout, token.dtype)
 
     def discard_read(self, token: _Read) -> None:
@@ -368,9 +373,16 @@ class _Read:
         self.error: Exception | None = None  # no staging buffer could be had
 
     @property
+    def skip(self) -> int:
+        """Bytes before the first element in the copied words (copies are of whole 4-byte
+        words; a float16 read may start mid-word)."""
+        return self.first * self.dtype.itemsize % 4
+
+    @property
     def src(self) -> int:
-        return self.buffer.offset + self.first * self.dtype.itemsize
+        return self.buffer.offset + self.first * self.dtype.itemsize - self.skip
 
     @property
     def nbytes(self) -> int:
-        return (self.end - self.first) * self.dtype.itemsize
+        """The bytes copied: the elements' words, whole."""
+        return -(-(self.skip + (self.end - self.first) * self.dtype.itemsize) // 4) * 4

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from ...kernel import Kernel, LaunchArgs, Level
 from ...primitives import WGSL_TYPE
-from .render import HEAD_WORDS, INNER_STEPS, _Writer, param
+from .render import HEAD_WORDS, INNER_STEPS, _Writer, enables, param
 
 __all__ = ["MatmulTiles", "with_layout", "render_matmul"]
 
@@ -95,6 +95,7 @@ class _MatmulWriter(_Writer):
         assert red is not None
         self.acc_t = WGSL_TYPE[red.acc]
         self.v_t = f"vec4<{self.acc_t}>"
+        self.res_t = WGSL_TYPE[red.out]  # float16 operands accumulate in float32
         nb = kernel.rank - 3
         self.m_d, self.n_d, self.k_d = nb, nb + 1, nb + 2
 
@@ -185,15 +186,15 @@ class _MatmulWriter(_Writer):
                 at = f"{op}_base + i32(g) * {op}_w + i32(gk) * {op}_k"
                 if vec:  # the chunk is all inside or all outside: its axis' extent % 4 == 0
                     self.emit(f"p{op}{c} = {self.v_t}();", d)
-                    self.emit(f"if (g < {bound} && gk < n_k) {{ p{op}{c} = {src}[u32({at}) / 4u];"
-                              f" }}", d)
+                    self.emit(f"if (g < {bound} && gk < n_k) {{ p{op}{c} = {self.v_t}("
+                              f"{src}[u32({at}) / 4u]); }}", d)
                 else:
                     step = f"{op}_k" if along_k else f"{op}_w"
                     self.emit(f"var v = {self.v_t}();", d)
                     for j in range(4):  # unrolled: constant lanes keep v in registers
                         g_j, k_j = ("g", f"gk + {j}u") if along_k else (f"g + {j}u", "gk")
-                        self.emit(f"if ({g_j} < {bound} && {k_j} < n_k) {{ v[{j}] = {src}[u32("
-                                  f"{at} + {j} * {step})]; }}", d)
+                        self.emit(f"if ({g_j} < {bound} && {k_j} < n_k) {{ v[{j}] = "
+                                  f"{self.acc_t}({src}[u32({at} + {j} * {step})]); }}", d)
                     self.emit(f"p{op}{c} = v;", d)
                 self.emit("}", depth)
 
@@ -250,7 +251,7 @@ class _MatmulWriter(_Writer):
                     self.emit(f"let c{n_d} = col0 + {4 * g * tx_n + j}u + tx * 4u;", 4)
                     self.emit(f"if (c{n_d} < n_n) {{", 4)
                     self.emit(f"let c{k_d} = 0u;", 5)
-                    self.emit(f"let res = c{i}_{g}[{j}];", 5)
+                    self.emit(f"let res = {self.res_t}(c{i}_{g}[{j}]);", 5)
                     self.level(Level.OUT, 5, list(range(k.rank)), (Level.OUT,))
                     self.emit(f"let row = (batch * n_m + c{m_d}) * n_n + c{n_d};", 5)
                     for s, st in enumerate(k.stores):
@@ -267,4 +268,4 @@ def render_matmul(kernel: Kernel, tiles: MatmulTiles) -> str:
     w = _MatmulWriter(kernel, tiles)
     w.declare()
     w.render()
-    return "\n".join(w.lines) + "\n"
+    return enables(kernel) + "\n".join(w.lines) + "\n"

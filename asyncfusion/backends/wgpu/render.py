@@ -17,9 +17,10 @@ import numpy as np
 
 from ...dtype import DType
 from ...kernel import Arg, Kernel, LaunchArgs, Level
-from ...primitives import HELPERS, PRIMITIVES, REDUCTIONS, STORAGE_TYPE, WGSL_TYPE, Ty, isnan
+from ...primitives import (HELPERS, HELPERS_WIDE, PRIMITIVES, REDUCTIONS, STORAGE_TYPE, WGSL_TYPE,
+                           Ty, convert, isnan)
 
-__all__ = ["render", "param_words", "param", "HEAD_WORDS", "INNER_STEPS"]
+__all__ = ["render", "enables", "param_words", "param", "HEAD_WORDS", "INNER_STEPS"]
 
 HEAD_WORDS = 4  # n, n_red, threads per row, rows per workgroup
 INNER_STEPS = 1024  # lavapipe stops loops at 65,535 iterations: nest them
@@ -39,8 +40,9 @@ def param_words(kernel: Kernel, args: LaunchArgs, head: tuple[int, int, int, int
     for dt, value in zip(kernel.scalars, args.scalars, strict=True):
         if dt is DType.bool:
             words.append(int(bool(value)))
-        else:
-            words.append(int(np.array(value, dtype=dt.np).view(np.uint32)))
+        else:  # a float16 scalar travels as a float32 word, a 64-bit one as two (low first)
+            word_np = np.float32 if dt is DType.float16 else dt.np
+            words.extend(int(w) for w in np.array([value], dtype=word_np).view(np.uint32))
     return words
 
 
@@ -59,8 +61,12 @@ class _Writer:
         stores = [j for j, st in enumerate(kernel.stores) if not st.dense]
         first = HEAD_WORDS + rank + len(maps) * (rank + 1)
         self.store_map = {j: first + n * (rank + 1) for n, j in enumerate(stores)}
-        self.scalar_word = first + len(stores) * (rank + 1)
-        self.words = self.scalar_word + len(kernel.scalars)
+        self.scalar_words: list[int] = []  # each scalar's first word (64-bit ones take two)
+        word = first + len(stores) * (rank + 1)
+        for dt in kernel.scalars:
+            self.scalar_words.append(word)
+            word += 2 if dt.itemsize == 8 else 1
+        self.words = word
         self.written = {st.inplace for st in kernel.stores if st.inplace is not None}
         self.folded = [d for d, r in enumerate(kernel.reduced) if r]
         self.bases: set[int] = set()  # loads whose per-row index part b{i} is in scope
@@ -94,6 +100,9 @@ class _Writer:
         helpers = {h for i in k.body for h in PRIMITIVES[i.op].helpers}
         for h in sorted(helpers):
             self.lines.append(HELPERS[h].rstrip())
+        wide = {h for i in k.body if i.compute.itemsize == 8 for h in PRIMITIVES[i.op].helpers}
+        for h in sorted(wide & HELPERS_WIDE.keys()):
+            self.lines.append(HELPERS_WIDE[h].rstrip())
 
     # -- values --------------------------------------------------------------------------
     def dtype_of(self, a: Arg) -> DType:
@@ -115,9 +124,14 @@ class _Writer:
         if a.kind == "r":
             return "res"
         dt = self.k.scalars[a.index]
-        raw = param(self.scalar_word + a.index)
+        word = self.scalar_words[a.index]
+        raw = param(word)
+        # naga has no vec2<u32> bitcast; the mask keeps a low word >= 2**31 positive
+        wide = f"((i64({param(word + 1)}) << 32u) | (i64({raw}) & 0xffffffffli))"
         s = {DType.float32: f"bitcast<f32>({raw})", DType.int32: f"bitcast<i32>({raw})",
-             DType.uint32: raw, DType.bool: f"({raw} != 0u)"}[dt]
+             DType.uint32: raw, DType.bool: f"({raw} != 0u)",
+             DType.float16: f"f16(bitcast<f32>({raw}))", DType.int64: wide,
+             DType.float64: f"bitcast<f64>({wide})"}[dt]
         return Ty(dt, self.v4).const(s) if self.v4 else s
 
     def index(self, word: int, dims: range | list[int], at: tuple[int, str] | None = None) -> str:
@@ -157,16 +171,21 @@ class _Writer:
         for a in ins.args:
             e = self.expr(a)
             as_is = ins.op == "cast" or (ins.op == "where" and not args)  # rule converts
-            if self.dtype_of(a) is not ins.compute and not as_is:
-                e = f"{ty.t}({e})"
+            src = self.dtype_of(a)
+            if src is not ins.compute and (not as_is or (ins.op == "cast" and src.is_int and
+                                                         ins.compute is DType.int64)):
+                e = convert(e, src, ty)
             args.append(e)
-        self.emit(f"let v{j} = {PRIMITIVES[ins.op].wgsl(args, ty)};", depth)
+        e = PRIMITIVES[ins.op].wgsl(args, ty)
+        if ins.out is not ins.compute and ins.out is not DType.bool:  # float16 from float32
+            e = f"{ty.of(ins.out).t}({e})"
+        self.emit(f"let v{j} = {e};", depth)
 
     def store(self, j: int, index: str, depth: int) -> None:
         st = self.k.stores[j]
         e = self.expr(st.value)
         if self.dtype_of(st.value) is not st.dtype:
-            e = f"{Ty(st.dtype, self.v4).t}({e})"
+            e = convert(e, self.dtype_of(st.value), Ty(st.dtype, self.v4))
         if st.dtype is DType.bool:
             e = (f"select(vec4<u32>(0u), vec4<u32>(1u), {e})" if self.v4
                  else f"select(0u, 1u, {e})")
@@ -260,7 +279,7 @@ class _Writer:
         self.row_bases(kept, 2)
         self._row_loop(2, folded, lambda d: self._fold(spec.arg, d))
         self.emit("}")
-        if self.subgroups:
+        if self.subgroups and red.acc.itemsize == 4:  # 64-bit shuffles are not everywhere
             self._combine_subgroups(spec.arg, red.acc)
         else:
             self._combine_tree(spec.arg, red.acc)
@@ -273,6 +292,8 @@ class _Writer:
             res = "i32(red_i[first])"
         elif red.out is DType.bool:
             res = f"({first} != 0u)"
+        elif red.out is not red.acc:  # float16 folded in float32
+            res = f"{WGSL_TYPE[red.out]}({first})"
         else:
             res = first
         self.emit(f"let res = {res};", 2)
@@ -387,7 +408,7 @@ class _Writer:
         if red.src is DType.bool:
             x = f"select(0u, 1u, {x})"
         elif red.src is not red.acc:
-            x = f"{WGSL_TYPE[red.acc]}({x})"
+            x = convert(x, red.src, Ty(red.acc, False))
         self.emit(f"let x = {x};", depth)
         self._fold_pair(arg, red.acc, ("acc", "acc_i"), ("x", "r"), depth)
 
@@ -401,9 +422,9 @@ class _Writer:
         t = WGSL_TYPE[dt]
         cmp = ">" if greater else "<"
         self.emit(f"fn af_better(x: {t}, xi: u32, a: {t}, ai: u32) -> bool {{", 0)
-        if dt is DType.float32:
-            self.emit(f"let xn = {isnan('x', False)};")
-            self.emit(f"let an = {isnan('a', False)};")
+        if dt.is_float:
+            self.emit(f"let xn = {isnan('x', False, dt)};")
+            self.emit(f"let an = {isnan('a', False, dt)};")
             self.emit("if (xn || an) { return xn && (!an || xi < ai); }")
         self.emit(f"return x {cmp} a || (x == a && xi < ai);")
         self.emit("}", 0)
@@ -419,4 +440,13 @@ def render(kernel: Kernel, workgroup: int, subgroups: bool = False) -> str:
         w.elementwise()
     else:
         w.reduction()
-    return "\n".join(w.lines) + "\n"
+    return enables(kernel) + "\n".join(w.lines) + "\n"
+
+
+def enables(kernel: Kernel) -> str:
+    """``enable f16;`` where the kernel holds a float16 anywhere."""
+    dts = {ld.dtype for ld in kernel.loads} | {st.dtype for st in kernel.stores}
+    dts |= {d for ins in kernel.body for d in (ins.compute, ins.out)} | set(kernel.scalars)
+    if kernel.reduce is not None:
+        dts |= {kernel.reduce.src, kernel.reduce.out}
+    return "enable f16;\n" if DType.float16 in dts else ""

@@ -25,6 +25,8 @@ _STAGING = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
 _UNIFORM = wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
 _ARENA = 1 << 16
 _MAX_GROUPS = 4096
+# requested where the adapter offers them
+_FEATURES = ("subgroup", "shader-f16", "shader-f64", "shader-int64")
 
 
 def size_class(nbytes: int) -> int:
@@ -109,8 +111,10 @@ class Runtime:
         self.pool_budget = min(host // 4, 4 << 30) if cpu else 8 << 30
         # Subgroup operations let a reduction combine a row's partials in registers.
         self.subgroups = "subgroup" in adapter.features
+        # float16/float64/int64 where the adapter offers shader-f16/-f64/-int64.
+        self.features = frozenset(f for f in _FEATURES if f in adapter.features)
         self.device = adapter.request_device_sync(
-            required_features=["subgroup"] if self.subgroups else [], required_limits={
+            required_features=sorted(self.features), required_limits={
             "max-storage-buffers-per-shader-stage": want,
             "max-compute-invocations-per-workgroup": max(self.workgroup, 256),
             "max-compute-workgroup-size-x": max(self.workgroup, 256),
