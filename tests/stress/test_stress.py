@@ -127,7 +127,8 @@ async def test_five_thousand_abandoned_streams_hold_nothing_and_run_nothing():
 async def test_two_thousand_distinct_programs_keep_at_most_1024_pipelines():
     async with af.open_device() as dev:
         x = af.rand(16, seed=2, device=dev)
-        ops = ["exp", "sin", "cos", "tanh", "sqrt", "abs", "sigmoid", "relu"]
+        # Cheap primitives: the point is how many pipelines stay alive, not compile time.
+        ops = ["abs", "relu", "square", "sign", "floor", "ceil", "round", "rsqrt"]
         for chain in (itertools.islice(itertools.product(ops, repeat=4), 2000)):
             y = x
             for op in chain:
