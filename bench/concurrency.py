@@ -3,7 +3,9 @@
 1. Throughput: N = 1, 10, 100, 1000 tasks in one anyio task group, each building the
    seed's 8-op chain on its own 4096-element input (uploaded before timing) and awaiting
    ``to_data()``; versus the same N chains read one after another in one task; versus
-   numpy doing the N chains in a thread pool (and serially, for reference). The device
+   numpy doing the N chains in a thread pool (and serially, for reference); versus torch
+   eager (CUDA where present) doing the N chains one after another, each read back with
+   ``.cpu()``, and all N launched with one synchronize. The device
    server batches every request that arrived since its last round into one submission,
    and the equal chains of a round's tasks into one launch (cross-stream batching): the
    table shows submissions, launches and rounds per repetition, launches per round and
@@ -45,7 +47,34 @@ class Plan:
         self.stall_s = 1.0 if quick else 3.0
 
 
-async def throughput(dev: Any, n: int, plan: Plan, pool: ThreadPoolExecutor) -> dict[str, Any]:
+def torch_rows(torch: Any, xs_np: list[np.ndarray], plan: Plan) -> dict[str, Any]:
+    """The same N chains in torch eager, one after another, each read back with
+    ``.cpu()`` (what a service that awaits its result per request does), and launched all
+    at once with one synchronize at the end (the best case: no read per chain)."""
+    device = C.torch_device(torch)
+    xs = [torch.from_numpy(a).to(device) for a in xs_np]
+    C.torch_sync(torch, device)
+
+    def each_read() -> None:
+        for x in xs:
+            C.chain(x).cpu().numpy()
+
+    def one_sync() -> None:
+        ys = [C.chain(x) for x in xs]
+        C.torch_sync(torch, device)
+        del ys
+
+    out: dict[str, Any] = {}
+    for label, fn in (("torch_sequential_read", each_read), ("torch_one_sync", one_sync)):
+        st = C.measure(fn, warmup=1, min_reps=plan.min_reps, max_reps=plan.max_reps,
+                       budget_s=min(plan.budget_s, 1.0))
+        out[label] = {"ms": st.summary(1e3), "chains_per_s": len(xs) / st.median,
+                      "device": device}
+    return out
+
+
+async def throughput(dev: Any, n: int, plan: Plan, pool: ThreadPoolExecutor,
+                     torch: Any) -> dict[str, Any]:
     rng = np.random.default_rng(n)
     xs_np = [rng.random(ELEMS, dtype=np.float32) for _ in range(n)]
     xs = [af.tensor(a, device=dev) for a in xs_np]
@@ -91,6 +120,8 @@ async def throughput(dev: Any, n: int, plan: Plan, pool: ThreadPoolExecutor) -> 
         st = C.measure(fn, warmup=1, min_reps=plan.min_reps, max_reps=plan.max_reps,
                        budget_s=min(plan.budget_s, 1.0))
         out[label] = {"ms": st.summary(1e3), "chains_per_s": n / st.median}
+    if torch is not None:
+        out.update(torch_rows(torch, xs_np, plan))
     del xs
     await dev.sync()
     return out
@@ -141,7 +172,7 @@ async def stall(dev: Any, plan: Plan, scenario: str) -> dict[str, Any]:
             "work_chains_per_s": work["chains"] / elapsed, "seconds": elapsed}
 
 
-async def run(plan: Plan, info_box: dict[str, Any]) -> dict[str, Any]:
+async def run(plan: Plan, info_box: dict[str, Any], torch: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"throughput": [], "stall": []}
     workers = os.cpu_count() or 2
     with ThreadPoolExecutor(max_workers=workers) as pool:
@@ -151,7 +182,7 @@ async def run(plan: Plan, info_box: dict[str, Any]) -> dict[str, Any]:
                   f"{C.host_tag(info_box['info'])}")
             for n in plan.ns:
                 t0 = C.perf()
-                out["throughput"].append(await throughput(dev, n, plan, pool))
+                out["throughput"].append(await throughput(dev, n, plan, pool, torch))
                 print(f"  N={n}: done in {C.perf() - t0:.1f} s", flush=True)
             for scenario in ("idle", "asyncfusion, 1 reader", "asyncfusion, 4 readers",
                              "numpy on the loop thread"):
@@ -164,23 +195,29 @@ async def run(plan: Plan, info_box: dict[str, Any]) -> dict[str, Any]:
 def main(args: Any) -> None:
     plan = Plan(args.quick, args.tasks)
     info_box: dict[str, Any] = {}
-    res = anyio.run(run, plan, info_box, backend=args.loop)
+    torch = None if args.no_torch else C.import_torch()
+    res = anyio.run(run, plan, info_box, torch, backend=args.loop)
     info = info_box["info"]
     tag = C.host_tag(info)
 
     rows = []
     for r in res["throughput"]:
         c, s, nt, ns = r["concurrent"], r["sequential"], r["numpy_threads"], r["numpy_serial"]
+        tq = r.get("torch_sequential_read", {}).get("ms", {}).get("median")
+        t1 = r.get("torch_one_sync", {}).get("ms", {}).get("median")
         rows.append([r["n"], c["ms"]["median"], c["chains_per_s"], s["ms"]["median"],
                      s["chains_per_s"], nt["ms"]["median"], nt["chains_per_s"],
-                     ns["chains_per_s"], C.ratio(s["ms"]["median"], c["ms"]["median"]),
+                     ns["chains_per_s"], tq, t1,
+                     C.ratio(s["ms"]["median"], c["ms"]["median"]),
                      C.ratio(nt["ms"]["median"], c["ms"]["median"]),
+                     C.ratio(tq, c["ms"]["median"]),
                      c["submissions_per_rep"], s["submissions_per_rep"], c["launches_per_rep"],
                      c["rounds_per_rep"], c["launches_per_round"],
                      c["batched_instances_per_rep"]])
     print()
     print(C.table(["N", "conc ms", "conc ch/s", "seq ms", "seq ch/s", "np-pool ms",
-                   "np-pool ch/s", "np-serial ch/s", "speedup vs seq", "speedup vs np-pool",
+                   "np-pool ch/s", "np-serial ch/s", "torch seq-read ms", "torch 1-sync ms",
+                   "speedup vs seq", "speedup vs np-pool", "speedup vs torch seq",
                    "subm conc", "subm seq", "launch conc", "rounds conc", "launch/round",
                    "batched conc"], rows,
                   f"N tasks x (8-op chain on {ELEMS} elements + await to_data()), fused "

@@ -172,6 +172,21 @@ def peers(plan: Plan) -> dict[str, Any]:
     return out
 
 
+def torch_round_trip(plan: Plan) -> dict[str, Any] | None:
+    """``(x * 2.0).cpu().numpy()`` on a 4-element torch tensor (CUDA where present): the
+    peer of the round trip above."""
+    torch = C.import_torch()
+    if torch is None:
+        return None
+    device = C.torch_device(torch)
+    x = torch.ones(4, device=device)
+    assert (x * 2.0).cpu().numpy().tolist() == [2.0] * 4
+    st = C.measure(lambda: (x * 2.0).cpu().numpy(), warmup=plan.rt_warmup, min_reps=20,
+                   max_reps=plan.rt_reps, budget_s=plan.rt_budget_s)
+    return {"device": device, "us": st.summary(1e6), "p10_us": st.pct(10) * 1e6,
+            "p90_us": st.pct(90) * 1e6}
+
+
 def main(args: Any) -> dict[str, Any]:
     plan = Plan(args.quick)
     info_box: dict[str, Any] = {}
@@ -186,6 +201,7 @@ def main(args: Any) -> dict[str, Any]:
         loops[loop_name]["registration"] = anyio.run(registrations, plan, loop_name,
                                                      backend=loop_name)
     peer = peers(plan)
+    torch_rt = torch_round_trip(plan)
     info = info_box["info"]
     tag = C.host_tag(info)
     print(f"\nadapter: {info.get('summary')}  host tag: {tag}"
@@ -214,13 +230,17 @@ def main(args: Any) -> dict[str, Any]:
             rows.append([loop_name, dev_label, r["us"]["median"], r["p10_us"], r["p90_us"],
                          r["us"]["best"], r["us"]["n"], r["submissions_per_read"],
                          r["launches_per_read"]])
+    if torch_rt is not None:
+        rows.append(["-", f"torch eager {torch_rt['device']}, .cpu().numpy()",
+                     torch_rt["us"]["median"], torch_rt["p10_us"], torch_rt["p90_us"],
+                     torch_rt["us"]["best"], torch_rt["us"]["n"], None, None])
     print()
     print(C.table(["loop", "device", "median us", "p10", "p90", "best", "n", "subm/read",
                    "launch/read"], rows,
                   "Round trip: await (x * 2.0).to_data() on a 4-element tensor"))
 
     payload = C.meta(info, args)
-    payload["results"] = {"loops": loops, "peers": peer}
+    payload["results"] = {"loops": loops, "peers": peer, "torch_round_trip": torch_rt}
     path = C.write_json(NAME, tag, payload, args.out)
     print(f"\nwrote {path}")
     return payload
