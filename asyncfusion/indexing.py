@@ -10,17 +10,26 @@ the end; an index out of range cannot raise inside a kernel, so it is **clamped*
 axis (as JAX does) — check indices on the host when they come from outside.
 
 ``topk`` runs ``k`` passes of a fused argmax (each masks what earlier passes took), so a
-long axis is never sorted: O(k n) work. A long axis goes in two stages, so that no pass is
-a reduction of one long row (one workgroup): the top ``k`` of each chunk of
-``_CHUNK`` elements, all chunks at once, then the top ``k`` of those candidates. ``sort``/``argsort`` rank every element against
-every other of its row in one fused reduction (O(n^2) work per row, two launches plus a
-gather): meant for short axes; use ``topk`` for the first few of a long one.
+long axis is never sorted: O(k n) work, in kernels that batch across streams. An axis of
+4096 or more goes in two stages, so that no pass is a reduction of one long row (one
+workgroup): the top ``k`` of each chunk of ``_CHUNK`` elements, all chunks at once, then
+the top ``k`` of those candidates. From ``_SORT_TOPK`` elements on (32-bit dtypes), the
+sorting network (:mod:`asyncfusion.sorting`) sorts every block of 2048 in one launch
+and then sorts only the blocks' first ``k``: a handful of launches, whatever ``k``.
+
+``sort``/``argsort`` of a row up to ``_RANK_SORT`` long rank every element against every
+other of its row in one fused reduction (two launches plus a gather); longer rows of
+32-bit dtypes go through the bitonic sorting network (O(n log^2 n), any length the
+device's buffers hold); 64-bit dtypes keep the rank sort, up to ``_MAX_SORT``.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import Any
 
+from . import sorting
 from .creation import arange, full, tensor
 from .dtype import DType
 from .errors import DeviceMismatchError, DTypeError, IndexingError, LimitError, ShapeError
@@ -31,7 +40,10 @@ __all__ = ["take_along_axis", "gather", "take", "index_select", "stack", "one_ho
            "sort", "argsort"]
 
 _MAX_AXIS = 2**31 - 1  # kernels wrap and clamp indices in i32
-_MAX_SORT = 8192  # sort ranks a row against itself: n * n work per row
+_MAX_SORT = 8192  # the rank sort (64-bit dtypes) does n * n work per row
+_RANK_SORT = 64  # rows up to this long sort by rank (one fused kernel, batched across
+# streams); longer ones of 32-bit dtypes go through the sorting network
+_SORT_TOPK = 1 << 16  # topk of rows this long: blocks sorted, then their candidates
 _CHUNK = 1024  # two-stage topk: a chunk of a long axis gives k candidates
 
 
@@ -159,9 +171,28 @@ def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True) -> tuple[Tenso
         info = {DType.int32: (-(2**31), 2**31 - 1), DType.uint32: (0, 2**32 - 1),
                 DType.int64: (-(2**63), 2**63 - 1)}[x.dtype]
         mask = info[0] if largest else info[1]
+    if n >= _SORT_TOPK and k <= _CHUNK and x.dtype in sorting.SORTABLE:
+        rows, back = _rows(x, ax)
+        at = sorting.top_positions(rows, k, largest)
+        values = take_along_axis(rows, at, 1)
+        return back(values), back(at)
     if n >= 4 * _CHUNK and 4 * k <= _CHUNK:
         return _topk_chunked(x, k, ax, largest, mask)
     return _topk_passes(x, k, ax, largest, mask)
+
+
+def _rows(x: Tensor, ax: int) -> tuple[Tensor, Callable[[Tensor], Tensor]]:
+    """``x`` with axis ``ax`` last, as a 2-D (rows, n) tensor, and the function that
+    turns a (rows, m) result back into ``x``'s layout (m along ``ax``)."""
+    last = x.ndim - 1
+    xt = x.transpose(ax, last) if ax != last else x
+    lead = xt.shape[:-1]
+    rows = xt.reshape(math.prod(lead), xt.shape[-1])
+
+    def back(t: Tensor) -> Tensor:
+        out = t.reshape(lead + (t.shape[-1],))
+        return out.transpose(ax, last) if ax != last else out
+    return rows, back
 
 
 def _topk_passes(x: Tensor, k: int, ax: int, largest: bool,
@@ -210,18 +241,22 @@ def _topk_chunked(x: Tensor, k: int, ax: int, largest: bool,
 
 
 def argsort(x: Tensor, axis: int = -1, descending: bool = False) -> Tensor:
-    """Indices that sort ``x`` along ``axis`` (stable; NaN last, as numpy). Ranks every
-    element against its row in one fused reduction: O(n^2) per row, for short axes."""
+    """Indices that sort ``x`` along ``axis`` (stable; NaN last, as numpy; ``descending``
+    keeps equal elements in order too). See the module for the two methods."""
     if type(x) is not Tensor:
         raise TypeError(f"argsort needs an asyncfusion Tensor, not {type(x).__name__}")
     if x.dtype is DType.bool:
         x = x.astype(DType.int32)
     ax = normalize_axis(axis, x.ndim, "argsort")
     n = x.shape[ax]
+    if n > _RANK_SORT and x.dtype in sorting.SORTABLE and x.size:
+        rows, back = _rows(x, ax)
+        return back(sorting.sorted_pairs(rows, descending))
     if n > _MAX_SORT:
-        raise LimitError(f"argsort/sort: axis {ax} has {n} elements; sorting costs n^2 per "
-                         f"row here and takes at most {_MAX_SORT}. Use topk(x, k) for the "
-                         "first k of a long axis")
+        raise LimitError(f"argsort/sort: axis {ax} has {n} {x.dtype.name} elements; 64-bit "
+                         f"rows sort by rank (n^2 work) and take at most {_MAX_SORT}. Sort "
+                         "a 32-bit copy (astype) if it keeps the order, or use topk(x, k) "
+                         "for the first k of a long axis")
     last = x.ndim - 1
     xs = x.transpose(ax, last) if ax != last else x
     xi, xj = xs.unsqueeze(-1), xs.unsqueeze(-2)  # element i of the row vs element j

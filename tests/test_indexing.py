@@ -68,12 +68,13 @@ async def test_topk_matches_a_stable_sort(dev, ref, axis, largest):
 
 
 async def test_topk_of_a_long_vector_costs_k_passes(dev):
-    x = RNG.standard_normal(100_003).astype(np.float32)
+    x = RNG.standard_normal(60_003).astype(np.float32)
     t = af.tensor(x, device=dev)
     n = await launches(dev, lambda: af.topk(t, 5)[1])
     # per pass: an argmax (the mask of earlier passes fused in) and a copy into each
     # joined result, in two stages (each chunk's candidates, then theirs), plus the
-    # padding: O(k) launches (45), none of them a sort or a one-row reduction of n
+    # padding: O(k) launches, none of them a sort or a one-row reduction of n (longer
+    # rows: tests/test_sorting.py)
     assert n <= 2 * 5 * 4 + 5
     _, i = af.topk(t, 5)
     np.testing.assert_array_equal(await i.to_data(), np.argsort(-x)[:5])
@@ -120,5 +121,3 @@ async def test_indexing_errors_at_the_call_site(dev):
         af.topk(x, 8)
     with pytest.raises(af.ShapeError, match="one shape"):
         af.stack([x, x.T])
-    with pytest.raises(af.LimitError, match="topk"):
-        af.sort(af.zeros((9000,), device=dev))

@@ -1,0 +1,114 @@
+"""The sorting network (``asyncfusion.sorting``): ``argsort``/``sort`` of rows longer
+than the rank sort takes, every 32-bit dtype, both directions, stable with NaN last, and
+the long-axis ``topk`` that sorts blocks and then only their candidates — against numpy,
+on the device and on the numpy twins; launch counts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import asyncfusion as af
+from asyncfusion import sorting
+from tests.test_views_reductions import launches
+
+RNG = np.random.default_rng(11)
+DTYPES = (np.float32, np.int32, np.uint32, np.float16, np.bool_)
+
+
+def data(shape: tuple[int, ...], dtype, rng=RNG) -> np.ndarray:
+    """Few distinct values (many ties), and for floats NaN, -0.0, +0.0 and infinities."""
+    if dtype is np.bool_:
+        return rng.integers(0, 2, shape).astype(bool)
+    x = rng.integers(-6, 7, shape)
+    if dtype is np.uint32:
+        x = x + 2**31  # across the sign bit of int32
+    x = x.astype(dtype)
+    if np.issubdtype(dtype, np.floating):
+        flat = x.reshape(-1)
+        picks = rng.choice(flat.size, size=min(flat.size, 8), replace=False)
+        flat[picks] = np.array([np.nan, -0.0, 0.0, np.inf, -np.inf, np.nan, 1e-3, -2.5],
+                               dtype)[:picks.size]
+    return x
+
+
+def stable_descending(x: np.ndarray, axis: int) -> np.ndarray:
+    """numpy's order for a stable descending sort with NaN last."""
+    if x.dtype == np.bool_ or np.issubdtype(x.dtype, np.unsignedinteger):
+        return np.argsort(-(x.astype(np.int64)), axis, kind="stable")
+    return np.argsort(-x, axis, kind="stable")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,axis", [((3000,), 0), ((3, 700), 1), ((130, 2), 0),
+                                        ((2, 300, 3), 1)])
+async def test_argsort_and_sort_match_numpys_stable_sort(dev, ref, dtype, shape, axis):
+    x = data(shape, dtype)
+    for device in (dev, ref):
+        t = af.tensor(x, device=device)
+        np.testing.assert_array_equal(await af.argsort(t, axis).to_data(),
+                                      np.argsort(x, axis, kind="stable"))
+        np.testing.assert_array_equal(await af.sort(t, axis).to_data(), np.sort(x, axis))
+        np.testing.assert_array_equal(await af.argsort(t, axis, descending=True).to_data(),
+                                      stable_descending(x, axis))
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(65, 5000), rows=st.integers(1, 3), seed=st.integers(0, 2**16),
+       descending=st.booleans())
+async def test_random_rows_sort_like_numpy(dev, n, rows, seed, descending):
+    x = data((rows, n), np.float32, np.random.default_rng(seed))
+    got = await af.argsort(af.tensor(x, device=dev), 1, descending=descending).to_data()
+    want = stable_descending(x, 1) if descending else np.argsort(x, 1, kind="stable")
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("n", [65, 2048, 2049, 5000])
+async def test_launches_follow_the_network(dev, n):
+    t = af.tensor(RNG.standard_normal(n).astype(np.float32), device=dev)
+    assert await launches(dev, lambda: af.argsort(t)) == sorting.launches(n)
+    assert sorting.launches(2048) == 1 and sorting.launches(4096) == 3
+
+
+@pytest.mark.parametrize("largest", [True, False])
+@pytest.mark.parametrize("dtype,n", [(np.float32, 70_001), (np.int32, 1 << 16),
+                                     (np.uint32, 100_000)])
+async def test_topk_of_a_long_axis_matches_a_stable_sort(dev, ref, dtype, n, largest):
+    x = data((n,), dtype)
+    x[[3, n - 1]] = x.max() if largest else x.min()  # ties of the best, far apart
+    if dtype is np.float32:
+        x[n // 2] = np.nan  # counts as the largest
+    if dtype is np.float32 and largest:  # NaN first, then +inf, ...; ties by position
+        nan = np.isnan(x)
+        want = np.lexsort((np.arange(n), -np.where(nan, 0, x), ~nan))[:7]
+    else:
+        key = x.astype(np.float64)
+        want = np.argsort(-key if largest else key, kind="stable")[:7]
+    for device in (dev, ref):
+        v, i = af.topk(af.tensor(x, device=device), 7, largest=largest)
+        np.testing.assert_array_equal(await i.to_data(), want)
+        np.testing.assert_array_equal(await v.to_data(), x[want])
+
+
+async def test_topk_of_a_long_vector_sorts_blocks_not_the_row(dev):
+    n = 1 << 20
+    x = RNG.standard_normal(n).astype(np.float32)
+    t = af.tensor(x, device=dev)
+    used = await launches(dev, lambda: af.topk(t, 5)[1])
+    # one launch sorts every block of the row; then the 512 x 5 candidates are sorted
+    # (sorting.launches(2560) = 3), plus the gathers around them: far from the 55
+    # launches of sorting the whole row
+    assert used <= 1 + sorting.launches(2560) + 4 < sorting.launches(n)
+    _, i = af.topk(t, 5)
+    np.testing.assert_array_equal(await i.to_data(), np.argsort(-x, kind="stable")[:5])
+
+
+async def test_64_bit_rows_keep_the_rank_sort_and_its_limit(dev):
+    x = RNG.integers(-5, 5, 300).astype(np.int64)
+    t = af.tensor(x, dtype=af.int64, device=dev)
+    np.testing.assert_array_equal(await af.argsort(t).to_data(), np.argsort(x, kind="stable"))
+    with pytest.raises(af.LimitError, match="topk"):
+        af.sort(af.zeros((9000,), dtype=af.int64, device=dev))
