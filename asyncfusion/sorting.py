@@ -149,12 +149,14 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
 """)
 
 
-_MERGE = (_PARAMS + """
+_PAIRS_IO = """
 @group(0) @binding(1) var<storage, read> ikey: array<u32>;
 @group(0) @binding(2) var<storage, read> iidx: array<u32>;
 @group(0) @binding(3) var<storage, read_write> okey: array<u32>;
 @group(0) @binding(4) var<storage, read_write> oidx: array<u32>;
-""" + _LESS + _SHARED_NETWORK.format(block=_BLOCK, wg=_WG) + f"""
+"""
+
+_MERGE = (_PARAMS + _PAIRS_IO + _LESS + _SHARED_NETWORK.format(block=_BLOCK, wg=_WG) + f"""
 @compute @workgroup_size({_WG})
 fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {{""" + _GROUP_ID + f"""
@@ -170,12 +172,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
 }}
 """)
 
-_STEP = (_PARAMS + """
-@group(0) @binding(1) var<storage, read> ikey: array<u32>;
-@group(0) @binding(2) var<storage, read> iidx: array<u32>;
-@group(0) @binding(3) var<storage, read_write> okey: array<u32>;
-@group(0) @binding(4) var<storage, read_write> oidx: array<u32>;
-""" + _LESS + f"""
+_STEP = (_PARAMS + _PAIRS_IO + _LESS + f"""
 @compute @workgroup_size({_WG})
 fn main(@builtin(global_invocation_id) g: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {{

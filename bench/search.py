@@ -8,6 +8,8 @@ writes it. Two asyncfusion timings, both with the raw database already on the de
   ``await values.to_data()`` and ``await indices.to_data()``: what a caller waits for.
 * ``af_query``: the database normalized once up front (kept on the device), then per
   repetition the queries' part only: normalize, matmul, topk, reads — a search service.
+* ``af_topk``: ``topk(scores, 5)`` of one N-long score vector on the device, 20 calls per
+  sync (ms per call; torch.topk the same way).
 
 Peers: numpy float32 on the host (``argpartition`` for the top-k, no full sort), and
 torch float32 (TF32 off; CUDA where available, else CPU) where torch is installed, timed
@@ -51,6 +53,41 @@ def check(values: np.ndarray, want: np.ndarray) -> None:
     np.testing.assert_allclose(values, want, rtol=1e-4, atol=1e-5)
 
 
+TOPK_BATCH = 20  # top-k calls per sync in the top-k-alone timing
+
+
+async def topk_alone(dev: Any, rng: np.random.Generator, n: int, reps: dict[str, Any]
+                     ) -> dict[str, Any]:
+    """``topk(scores, K)`` of one score vector of ``n`` already on the device:
+    ``TOPK_BATCH`` calls then one sync, per call (the sync round trip amortized)."""
+    host = rng.standard_normal(n, dtype=np.float32)
+    scores = af.tensor(host, device=dev)
+    _, i = af.topk(scores, K)
+    np.testing.assert_array_equal(np.sort(await i.to_data()),
+                                  np.sort(np.argpartition(-host, K)[:K]))
+
+    async def batch() -> None:
+        kept = [af.topk(scores, K) for _ in range(TOPK_BATCH)]
+        await dev.sync()
+        del kept
+
+    dev.reset_stats()
+    await batch()
+    out = {"topk_n": n, "topk_launches": dev.stats().launches / TOPK_BATCH,
+           "af_topk_ms": (await C.ameasure(batch, **reps)).median * 1e3 / TOPK_BATCH}
+    torch = C.import_torch()
+    if torch is not None:
+        tdev = C.torch_device(torch)
+        ts = torch.from_numpy(host).to(tdev)
+
+        def tbatch() -> None:
+            kept = [torch.topk(ts, K) for _ in range(TOPK_BATCH)]
+            C.torch_sync(torch, tdev)
+            del kept
+        out["torch_topk_ms"] = C.measure(tbatch, warmup=2, **reps).median * 1e3 / TOPK_BATCH
+    return out
+
+
 async def run(args: Any) -> dict[str, Any]:
     n, dim, nq = C.parse_size(args.n), args.dim, args.queries
     rng = np.random.default_rng(0)
@@ -81,6 +118,7 @@ async def run(args: Any) -> dict[str, Any]:
             await fn()
             row[f"{name}_launches"] = dev.stats().launches
             row[f"{name}_ms"] = (await C.ameasure(fn, **reps)).median * 1e3
+        row.update(await topk_alone(dev, rng, n, reps))
     dbn_host = db_host / np.linalg.norm(db_host, axis=-1, keepdims=True)
     row["numpy_e2e_ms"] = C.measure(lambda: numpy_search(db_host, q_host), **reps).median * 1e3
     row["numpy_query_ms"] = C.measure(lambda: numpy_search(db_host, q_host, dbn_host),
@@ -124,7 +162,8 @@ def main() -> None:
     row = payload["rows"][0]
     cols = [c for c in ("af_e2e_ms", "af_e2e_launches", "numpy_e2e_ms", "torch_e2e_ms",
                         "af_query_ms", "af_query_launches", "numpy_query_ms",
-                        "torch_query_ms", "af_vs_numpy_query", "af_vs_torch_query")
+                        "torch_query_ms", "af_vs_numpy_query", "af_vs_torch_query",
+                        "af_topk_ms", "topk_launches", "torch_topk_ms")
             if c in row]
     print(C.table(cols, [[row[c] for c in cols]],
                   title=f"search: top {K} of {row['queries']} queries over "
