@@ -81,13 +81,12 @@ def _contracted(x1: Tensor, x2: Tensor,
             raise AxisError(f"tensordot: axes={axes} must be between 0 and the smaller rank "
                             f"({x1.shape} and {x2.shape})")
         return list(range(x1.ndim - axes, x1.ndim)), list(range(axes))
-    try:
-        first, second = axes  # type: ignore[misc]
-        a1 = [normalize_axis(a, x1.ndim, "tensordot") for a in first]
-        a2 = [normalize_axis(a, x2.ndim, "tensordot") for a in second]
-    except TypeError as exc:
+    if not (isinstance(axes, (tuple, list)) and len(axes) == 2
+            and all(isinstance(s, Sequence) and not isinstance(s, str) for s in axes)):
         raise TypeError(f"tensordot: axes must be an int or a pair of sequences of ints, not "
-                        f"{axes!r}") from exc
+                        f"{axes!r}")
+    a1 = [normalize_axis(a, x1.ndim, "tensordot") for a in axes[0]]
+    a2 = [normalize_axis(a, x2.ndim, "tensordot") for a in axes[1]]
     if len(a1) != len(a2) or len(set(a1)) != len(a1) or len(set(a2)) != len(a2):
         raise AxisError(f"tensordot: axes {axes!r} must name as many distinct axes of x1 as "
                         "of x2")
