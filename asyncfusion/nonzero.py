@@ -13,6 +13,7 @@ the set functions (:mod:`asyncfusion.sets`) share.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -23,26 +24,38 @@ from .kernels_custom import Spec, custom_kernel
 from .manipulation import cumulative_sum
 from .tensor import Tensor
 
-__all__ = ["nonzero", "flag_positions", "groups_over_first", "WG"]
+__all__ = ["nonzero", "flag_positions", "groups_over_first", "thread_wgsl"]
 
-WG = 256  # threads per workgroup of the kernels written here and in sets/searching
+WG = 256  # threads per workgroup of the kernels thread_wgsl writes
 _MAX_X = 65535  # workgroups per dimension every adapter allows
-_COMPACT = f"""
-struct P {{ n: u32 }}
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> flag: array<u32>;
-@group(0) @binding(2) var<storage, read> count: array<i32>;
-@group(0) @binding(3) var<storage, read_write> out: array<i32>;
 
+
+def thread_wgsl(fields: str, inputs: Sequence[tuple[str, str]], body: str,
+                helpers: str = "") -> str:
+    """A custom kernel's WGSL with one thread per element: a params struct of ``fields``,
+    ``inputs`` (name, element type) from binding 1, an ``array<i32>`` output ``out`` after
+    them, ``helpers`` (functions), and ``main`` running ``body`` with the thread's index
+    ``i`` (launch it with :func:`groups_over_first`)."""
+    decls = "".join(f"@group(0) @binding({b}) var<storage, read> {name}: array<{ty}>;\n"
+                    for b, (name, ty) in enumerate(inputs, start=1))
+    return f"""
+struct P {{ {fields} }}
+@group(0) @binding(0) var<uniform> p: P;
+{decls}@group(0) @binding({len(inputs) + 1}) var<storage, read_write> out: array<i32>;
+{helpers}
 @compute @workgroup_size({WG})
 fn main(@builtin(global_invocation_id) g: vec3<u32>,
         @builtin(num_workgroups) nw: vec3<u32>) {{
     let i = g.x + g.y * nw.x * {WG}u;
-    if (i < p.n && flag[i] != 0u) {{
-        out[count[i] - 1] = i32(i);
-    }}
+{body}
 }}
 """
+
+
+_COMPACT = thread_wgsl("n: u32", [("flag", "u32"), ("count", "i32")], """
+    if (i < p.n && flag[i] != 0u) {
+        out[count[i] - 1] = i32(i);
+    }""")
 
 
 def groups_over_first(first: Spec, *_: Any) -> tuple[int, int]:

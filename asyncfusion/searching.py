@@ -20,7 +20,7 @@ from .dtype import DType, promote
 from .errors import DeviceMismatchError, DTypeError, LimitError, ShapeError
 from .indexing import take
 from .kernels_custom import CustomKernel, Spec, custom_kernel
-from .nonzero import WG, groups_over_first
+from .nonzero import groups_over_first, thread_wgsl
 from .primitives import STORAGE_TYPE, isnan
 from .tensor import Tensor, _scalar_dtype
 
@@ -42,21 +42,9 @@ def _wgsl(dtype: DType) -> str:
     else:
         before = "a < b"
     enable = "enable f16;\n" if dtype is DType.float16 else ""
-    return f"""{enable}
-struct P {{ n1: u32, n2: u32, right: u32 }}
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> values: array<{STORAGE_TYPE[dtype]}>;
-@group(0) @binding(2) var<storage, read> sorted: array<{STORAGE_TYPE[dtype]}>;
-@group(0) @binding(3) var<storage, read_write> out: array<i32>;
-
-fn before(a: {ty}, b: {ty}) -> bool {{
-    return {before};
-}}
-
-@compute @workgroup_size({WG})
-fn main(@builtin(global_invocation_id) g: vec3<u32>,
-        @builtin(num_workgroups) nw: vec3<u32>) {{
-    let i = g.x + g.y * nw.x * {WG}u;
+    store = STORAGE_TYPE[dtype]
+    return enable + thread_wgsl(
+        "n1: u32, n2: u32, right: u32", [("values", store), ("sorted", store)], f"""
     if (i >= p.n2) {{
         return;
     }}
@@ -76,9 +64,11 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>,
             hi = mid;
         }}
     }}
-    out[i] = i32(lo);
+    out[i] = i32(lo);""", helpers=f"""
+fn before(a: {ty}, b: {ty}) -> bool {{
+    return {before};
 }}
-"""
+""")
 
 
 def _twin(values: np.ndarray, sorted_: np.ndarray, n1: int, n2: int,

@@ -32,7 +32,7 @@ from .dtype import DType
 from .errors import LimitError
 from .indexing import _MAX_SORT, argsort, take
 from .kernels_custom import Spec, custom_kernel
-from .nonzero import WG, flag_positions, groups_over_first
+from .nonzero import flag_positions, groups_over_first, thread_wgsl
 from .tensor import Tensor, cat
 
 __all__ = ["unique_all", "unique_counts", "unique_inverse", "unique_values",
@@ -62,22 +62,10 @@ class UniqueInverseResult(NamedTuple):
     inverse_indices: Tensor
 
 
-_SCATTER = f"""
-struct P {{ n: u32 }}
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> at: array<i32>;
-@group(0) @binding(2) var<storage, read> count: array<i32>;
-@group(0) @binding(3) var<storage, read_write> out: array<i32>;
-
-@compute @workgroup_size({WG})
-fn main(@builtin(global_invocation_id) g: vec3<u32>,
-        @builtin(num_workgroups) nw: vec3<u32>) {{
-    let i = g.x + g.y * nw.x * {WG}u;
-    if (i < p.n) {{
+_SCATTER = thread_wgsl("n: u32", [("at", "i32"), ("count", "i32")], """
+    if (i < p.n) {
         out[at[i]] = count[i] - 1;
-    }}
-}}
-"""
+    }""")
 
 
 def _scatter_twin(at: np.ndarray, count: np.ndarray, n: int) -> np.ndarray:
