@@ -72,7 +72,6 @@ def matmul(a: Any, b: Any) -> Tensor:
     return out
 
 
-
 def _contracted(x1: Tensor, x2: Tensor,
                 axes: int | tuple[Sequence[int], Sequence[int]]) -> tuple[list[int], list[int]]:
     """The axes of ``x1`` and of ``x2`` that ``axes`` pairs, in pairing order."""
