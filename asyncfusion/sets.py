@@ -17,11 +17,13 @@ are the differences of the run starts; ``inverse_indices`` the running count sca
 back through the sort order by a small custom kernel. Values come out sorted, NaNs last in
 the order they occur. Indices and counts are int32 (the index dtype). The sort ranks every
 element against every other (see :func:`~asyncfusion.argsort`), so ``x`` may hold up to
-8192 elements.
+8192 elements, and fewer where n * n 4-byte flags do not fit in one of the device's
+buffers (5792 on lavapipe's 128 MiB).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -97,9 +99,11 @@ async def _unique(x: Any, what: str, counts: bool, inverse: bool) -> _Unique:
         raise TypeError(f"{what} needs an asyncfusion Tensor, not {type(x).__name__}")
     flat = x.reshape(-1)
     n = flat.shape[0]
-    if n > _MAX_SORT:
+    # the sort compares every pair: n * n flags of 4 bytes must fit in one buffer
+    most = min(_MAX_SORT, math.isqrt(x.device.backend.max_buffer_size // 4))
+    if n > most:
         raise LimitError(f"{what}: x has {n} elements; the set functions sort them, which "
-                         f"costs n^2 here, and take at most {_MAX_SORT}")
+                         f"costs n^2 here, and take at most {most} on {x.device!r}")
     if n == 0:
         none = zeros((0,), DType.int32, device=x.device)
         return _Unique(flat, none, none if counts else None,
