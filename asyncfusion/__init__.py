@@ -24,7 +24,7 @@ from .errors import (AsyncFusionError, AxisError, BlockingCallError, DataError,
 from .indexing import (argsort, gather, index_select, one_hot, sort, stack, take,
                        take_along_axis, topk)
 from .interop import asarray, from_dlpack
-from .linalg import matmul
+from .linalg import matmul, tensordot
 from .manipulation import (broadcast_arrays, broadcast_shapes, count_nonzero,
                            cumulative_prod, cumulative_sum, diff, expand_dims, isin, meshgrid,
                            moveaxis, permute_dims, repeat, roll, tile, tril, triu, unstack,
@@ -45,6 +45,9 @@ from .reductions import (clip, gelu, layer_norm, log_softmax, logsumexp, mean, s
 from .tensor import Tensor, cat, concat, maximum, minimum, where
 from .views import broadcast_to, contiguous, flip, permute, reshape, squeeze, unsqueeze
 from .trace import take_launches, tracing
+from .searching import searchsorted
+from .sets import (UniqueAllResult, UniqueCountsResult, UniqueInverseResult, unique_all,
+                   unique_counts, unique_inverse, unique_values)
 
 __version__ = "0.1.0"
 
@@ -81,6 +84,8 @@ __all__ = [
     "AsyncFusionError", "InputError", "Overloaded", "http_status", "ShapeError", "IndexingError", "DTypeError", "DeviceMismatchError", "AxisError",
     "LimitError", "DataError", "ExecutionError", "DeviceLostError", "DeviceClosedError",
     "BlockingCallError", "NoAdapterError",
+    "tensordot", "searchsorted", "unique_all", "unique_counts", "unique_inverse",
+    "unique_values", "UniqueAllResult", "UniqueCountsResult", "UniqueInverseResult",
 ]
 
 

@@ -6,18 +6,24 @@ broadcast. One :class:`~asyncfusion.ir.MatmulOp` is registered; the matmul fuser
 element-wise work on its result (bias, activation, scale, residual) in the matmul's own
 store, so ``relu(x @ w + b)`` is one launch. Operands are read through their layouts:
 a transposed view (``w.T``, ``x.mT``) costs no copy.
+
+:func:`tensordot` permutes its operands (views) so that the contracted axes are the
+left operand's last and the right operand's first, reshapes them to matrices (a copy only
+where strides cannot express that) and runs one matmul, reshaped back.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import Any
 
 from .dtype import DType, promote
-from .errors import DeviceMismatchError, DTypeError, ShapeError
+from .errors import AxisError, DeviceMismatchError, DTypeError, ShapeError
 from .ir import MatmulOp
-from .tensor import Tensor, _check_size, broadcast_shapes
+from .tensor import Tensor, _check_size, broadcast_shapes, normalize_axis
 
-__all__ = ["matmul"]
+__all__ = ["matmul", "tensordot"]
 
 
 def matmul(a: Any, b: Any) -> Tensor:
@@ -65,3 +71,45 @@ def matmul(a: Any, b: Any) -> Tensor:
         out = out.squeeze(-1)
     return out
 
+
+def _contracted(x1: Tensor, x2: Tensor,
+                axes: int | tuple[Sequence[int], Sequence[int]]) -> tuple[list[int], list[int]]:
+    """The axes of ``x1`` and of ``x2`` that ``axes`` pairs, in pairing order."""
+    if isinstance(axes, int) and not isinstance(axes, bool):
+        if not 0 <= axes <= min(x1.ndim, x2.ndim):
+            raise AxisError(f"tensordot: axes={axes} must be between 0 and the smaller rank "
+                            f"({x1.shape} and {x2.shape})")
+        return list(range(x1.ndim - axes, x1.ndim)), list(range(axes))
+    if not (isinstance(axes, (tuple, list)) and len(axes) == 2
+            and all(isinstance(s, Sequence) and not isinstance(s, str) for s in axes)):
+        raise TypeError(f"tensordot: axes must be an int or a pair of sequences of ints, not "
+                        f"{axes!r}")
+    a1 = [normalize_axis(a, x1.ndim, "tensordot") for a in axes[0]]
+    a2 = [normalize_axis(a, x2.ndim, "tensordot") for a in axes[1]]
+    if len(a1) != len(a2) or len(set(a1)) != len(a1) or len(set(a2)) != len(a2):
+        raise AxisError(f"tensordot: axes {axes!r} must name as many distinct axes of x1 as "
+                        "of x2")
+    return a1, a2
+
+
+def tensordot(x1: Tensor, x2: Tensor, /, *,
+              axes: int | tuple[Sequence[int], Sequence[int]] = 2) -> Tensor:
+    """Sum of products over axes (numpy.tensordot): ``axes=n`` contracts the last ``n``
+    axes of ``x1`` with the first ``n`` of ``x2``, a pair of sequences the axes it names,
+    pairwise. The result has ``x1``'s other axes, then ``x2``'s. One matmul (its dtypes)."""
+    if type(x1) is not Tensor or type(x2) is not Tensor:
+        raise TypeError(f"tensordot needs two asyncfusion Tensors, got {type(x1).__name__} "
+                        f"and {type(x2).__name__}")
+    a1, a2 = _contracted(x1, x2, axes)
+    for i, j in zip(a1, a2):
+        if x1.shape[i] != x2.shape[j]:
+            raise ShapeError(f"tensordot: axis {i} of x1 (shape {x1.shape}) has size "
+                             f"{x1.shape[i]} but the axis {j} of x2 (shape {x2.shape}) it is "
+                             f"paired with has {x2.shape[j]}; contracted sizes must be equal")
+    free1 = [d for d in range(x1.ndim) if d not in a1]
+    free2 = [d for d in range(x2.ndim) if d not in a2]
+    rows, inner, cols = ([x1.shape[d] for d in free1], [x1.shape[i] for i in a1],
+                         [x2.shape[d] for d in free2])
+    left = x1.permute(*free1, *a1).reshape(math.prod(rows), math.prod(inner))
+    right = x2.permute(*a2, *free2).reshape(math.prod(inner), math.prod(cols))
+    return matmul(left, right).reshape(tuple(rows + cols))

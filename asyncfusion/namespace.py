@@ -4,9 +4,11 @@
 the standard (``xp = array_namespace(x)``) runs on it. What it reports is what this
 runtime holds: float32, int32, uint32 and bool on every adapter, float16, float64 and int64
 where the adapter has ``shader-f16``/``-f64``/``-int64`` (the numpy backend always), no
-complex dtype, no data-dependent output shapes (boolean-mask indexing and ``unique_*``
-would need one; ``nonzero`` is a coroutine, ``await af.nonzero(x)``, that waits for its
-count).
+complex dtype, no data-dependent output shapes: every op knows its output's shape when it
+is recorded, so there is no boolean-mask indexing, and the functions whose output size
+depends on data (``nonzero``, ``unique_all``/``_counts``/``_inverse``/``_values``) are
+coroutines, ``await af.nonzero(x)``, that wait for that size; code written for the
+standard's synchronous ones cannot call them as they are.
 """
 
 from __future__ import annotations
@@ -152,7 +154,8 @@ class ArrayNamespaceInfo:
 
     def capabilities(self) -> dict[str, Any]:
         """No boolean-mask indexing and no data-dependent shapes (the runtime knows every
-        shape when an op is recorded); no rank limit beyond memory."""
+        shape when an op is recorded; ``nonzero`` and ``unique_*`` are coroutines that
+        wait for theirs); no rank limit beyond memory."""
         return {"boolean indexing": False, "data-dependent shapes": False,
                 "max dimensions": None}
 

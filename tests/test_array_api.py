@@ -51,16 +51,12 @@ STANDARD_2024_12 = {
 }
 ADDED_2025_12 = ("broadcast_shapes", "isin")
 CONSTANTS = {"e": math.e, "inf": math.inf, "nan": math.nan, "newaxis": None, "pi": math.pi}
-# Left to the matmul / indexing / sorting work (linalg.py, indexing.py): when one lands,
-# this test fails until it leaves this set.
-KNOWN_MISSING = {"tensordot", "searchsorted", "unique_all", "unique_counts",
-                 "unique_inverse", "unique_values"}
 NAMES = {n for names in STANDARD_2024_12.values() for n in names} | set(ADDED_2025_12)
 
 
-def test_every_standard_function_exists_but_the_known_missing():
+def test_every_standard_function_exists():
     missing = {n for n in NAMES if not callable(getattr(af, n, None))}
-    assert missing == KNOWN_MISSING
+    assert missing == set()
     for name, value in CONSTANTS.items():
         got = getattr(af, name)
         assert got is value or got == value or (math.isnan(value) and math.isnan(got)), name
