@@ -240,6 +240,14 @@ def _topk_chunked(x: Tensor, k: int, ax: int, largest: bool,
     return v2.permute(*back), i2.permute(*back)
 
 
+def rank_sort_limit(x: Tensor) -> int | None:
+    """The longest row ``argsort`` takes for ``x``'s dtype (None: any), on its device:
+    the rank sort compares every pair of a row, n * n 4-byte flags in one buffer."""
+    if x.dtype in sorting.SORTABLE:
+        return None
+    return min(_MAX_SORT, math.isqrt(x.device.backend.max_buffer_size // 4))
+
+
 def argsort(x: Tensor, axis: int = -1, descending: bool = False) -> Tensor:
     """Indices that sort ``x`` along ``axis`` (stable; NaN last, as numpy; ``descending``
     keeps equal elements in order too). See the module for the two methods."""
@@ -252,11 +260,12 @@ def argsort(x: Tensor, axis: int = -1, descending: bool = False) -> Tensor:
     if n > _RANK_SORT and x.dtype in sorting.SORTABLE and x.size:
         rows, back = _rows(x, ax)
         return back(sorting.sorted_pairs(rows, descending))
-    if n > _MAX_SORT:
+    most = rank_sort_limit(x)
+    if most is not None and n > most:
         raise LimitError(f"argsort/sort: axis {ax} has {n} {x.dtype.name} elements; 64-bit "
-                         f"rows sort by rank (n^2 work) and take at most {_MAX_SORT}. Sort "
-                         "a 32-bit copy (astype) if it keeps the order, or use topk(x, k) "
-                         "for the first k of a long axis")
+                         f"rows sort by rank (n^2 work) and take at most {most} on "
+                         f"{x.device!r}. Sort a 32-bit copy (astype) if it keeps the "
+                         "order, or use topk(x, k) for the first k of a long axis")
     last = x.ndim - 1
     xs = x.transpose(ax, last) if ax != last else x
     xi, xj = xs.unsqueeze(-1), xs.unsqueeze(-2)  # element i of the row vs element j

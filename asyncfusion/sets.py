@@ -16,14 +16,14 @@ A run's first sorted element is its first occurrence in ``x`` (the sort is stabl
 are the differences of the run starts; ``inverse_indices`` the running count scattered
 back through the sort order by a small custom kernel. Values come out sorted, NaNs last in
 the order they occur. Indices and counts are int32 (the index dtype). The sort ranks every
-element against every other (see :func:`~asyncfusion.argsort`), so ``x`` may hold up to
-8192 elements, and fewer where n * n 4-byte flags do not fit in one of the device's
+element of a 32-bit dtype through the sorting network (:mod:`asyncfusion.sorting`): any
+size. 64-bit dtypes sort by rank (see :func:`~asyncfusion.argsort`), so ``x`` may hold up
+to 8192 of them, and fewer where n * n 4-byte flags do not fit in one of the device's
 buffers (5792 on lavapipe's 128 MiB).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -32,7 +32,7 @@ import numpy as np
 from .creation import full, zeros
 from .dtype import DType
 from .errors import LimitError
-from .indexing import _MAX_SORT, argsort, take
+from .indexing import argsort, rank_sort_limit, take
 from .kernels_custom import Spec, custom_kernel
 from .nonzero import flag_positions, groups_over_first, thread_wgsl
 from .tensor import Tensor, cat
@@ -99,11 +99,11 @@ async def _unique(x: Any, what: str, counts: bool, inverse: bool) -> _Unique:
         raise TypeError(f"{what} needs an asyncfusion Tensor, not {type(x).__name__}")
     flat = x.reshape(-1)
     n = flat.shape[0]
-    # the sort compares every pair: n * n flags of 4 bytes must fit in one buffer
-    most = min(_MAX_SORT, math.isqrt(x.device.backend.max_buffer_size // 4))
-    if n > most:
-        raise LimitError(f"{what}: x has {n} elements; the set functions sort them, which "
-                         f"costs n^2 here, and take at most {most} on {x.device!r}")
+    most = rank_sort_limit(x)
+    if most is not None and n > most:
+        raise LimitError(f"{what}: x has {n} {x.dtype.name} elements; the set functions "
+                         f"sort them, which costs n^2 for 64-bit dtypes, and take at most "
+                         f"{most} on {x.device!r}")
     if n == 0:
         none = zeros((0,), DType.int32, device=x.device)
         return _Unique(flat, none, none if counts else None,

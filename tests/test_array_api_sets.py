@@ -119,7 +119,16 @@ async def test_unique_errors_say_what_to_do(dev):
         await af.unique_values([1, 2])
     most = min(8192, math.isqrt(dev.backend.max_buffer_size // 4))  # n * n 4-byte flags
     with pytest.raises(af.LimitError, match=f"take at most {most} on"):
-        await af.unique_values(af.zeros((most + 1,), device=dev))
+        await af.unique_values(af.zeros((most + 1,), dtype=af.int64, device=dev))
+
+
+async def test_unique_of_a_long_32_bit_tensor_sorts_through_the_network(dev):
+    x = np.random.default_rng(3).integers(-50, 50, 20_000).astype(np.int32)
+    x[::97] = 7
+    got = await af.unique_counts(af.tensor(x, device=dev))
+    values, counts = np.unique(x, return_counts=True)
+    np.testing.assert_array_equal(await got.values.to_data(), values)
+    np.testing.assert_array_equal(await got.counts.to_data(), counts)
 
 
 # -- searchsorted ----------------------------------------------------------------------
