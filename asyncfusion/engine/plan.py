@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ..ir import (CatOp, DropOp, ElementwiseOp, ExternOp, GatherOp, InitOp, MatmulOp, OperationIr,
                   ReduceOp, Renumber, TensorStatus, ViewOp, dense_strides, numel)
+from ..ir import IotaOp
 from ..kernel import (Kernel, LaunchArgs, Level, Lowered, Store, align_to, copy_kernel,
                       lower)
 from ..trace import Counters, emit, trace_enabled
@@ -275,7 +276,7 @@ class ExternStep(Step):
 def single_step(ops: list[OperationIr], pos: int, rel: dict[int, int]) -> Step:
     """The unfused step of ``ops[pos]``: its own kernel, or no launch at all."""
     op = ops[pos]
-    if type(op) is ElementwiseOp or type(op) is GatherOp:
+    if type(op) is ElementwiseOp or type(op) is GatherOp or type(op) is IotaOp:
         return KernelStep.build((pos,), lower([op], [Level.ROW], op.out.shape, inplace=False),
                                 rel, False)
     if type(op) is MatmulOp:
