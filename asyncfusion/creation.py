@@ -6,6 +6,7 @@ on it) registers an Iota op, computed on the device where it is read.
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import numpy as np
@@ -154,7 +155,7 @@ def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any 
         raise ShapeError("arange: step must not be zero")
     device = _device(device)
     ints = all(isinstance(v, (int, np.integer)) for v in bounds)
-    n = max(0, -((start - stop) // step) if ints else math.ceil((stop - start) / step))
+    n = max(0, int(-((start - stop) // step)) if ints else math.ceil((stop - start) / step))
     _check_size((n,), device, "arange()")
     target = as_dtype(dtype) if dtype is not None else DType.int32 if ints else DType.float32
     check_held(target, device, "arange()")
@@ -163,7 +164,7 @@ def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any 
     else:
         compute = DType.int32 if ints and not target.is_float else DType.float32
     last = start + (n - 1) * step
-    for dt in {target, compute} & _RANGES.keys():
+    for dt in ({target, compute} & _RANGES.keys()) if n else ():
         _check_fits(min(start, last), max(start, last), dt, "arange()")
     if compute.is_int:
         bits = 8 * compute.itemsize
@@ -221,12 +222,15 @@ def empty_like(x: Tensor, dtype: Any = None, *, device: Any = None) -> Tensor:
 
 def eye(n_rows: int, n_cols: int | None = None, *, k: int = 0, dtype: Any = None,
         device: Any = None) -> Tensor:
-    """Ones on diagonal ``k`` of an ``n_rows`` x ``n_cols`` matrix, zeros elsewhere."""
+    """Ones on diagonal ``k`` of an ``n_rows`` x ``n_cols`` matrix, zeros elsewhere: one
+    kernel comparing two aranges, nothing uploaded."""
     dt = as_dtype(dtype) if dtype is not None else DType.float32
     rows, cols = _shape((n_rows, n_rows if n_cols is None else n_cols))
     device = _device(device)
     _check_size((rows, cols), device, "eye()", dt)
-    return from_numpy_array(np.eye(rows, cols, k=k, dtype=dt.np), device)
+    k = max(-rows, min(operator.index(k), cols))  # past the corners: no diagonal at all
+    row = arange(rows, device=device).reshape((rows, 1))
+    return ((arange(cols, device=device) - row) == k).astype(dt)
 
 
 def linspace(start: float, stop: float, /, num: int, *, dtype: Any = None,

@@ -186,7 +186,8 @@ class KernelStep(Step):
         maps = []
         for align, (pos, j) in zip(lw.load_align, lw.load_refs, strict=True):
             if align is not None:
-                lay = block[pos].inputs()[j].view
+                op = block[pos]  # j == -1: its output (an arange its kernel stores)
+                lay = (op.inputs()[j] if j >= 0 else op.outputs()[0]).view
                 maps.append((lay.offset, tuple(lay.strides[a] if a >= 0 else 0
                                                for a in align)))
         dense = dense_strides(space)

@@ -9,7 +9,7 @@ kernel (they are hoisted: run as aliases before the launch, read through index m
 An arange (:class:`IotaOp`) is taken as a source: its readers in the block compute it
 from their index, and views of it are taken along (read through their layouts). It must
 die in the block — else the block is cut before it, and the arange gets a kernel of its
-own — unless it has the kernel's shape: then the kernel also stores it.
+own — unless it has the index space's shape: then the kernel also stores it.
 """
 
 from __future__ import annotations
@@ -122,13 +122,13 @@ class BlockFuser:
 
     def _cut_escaping_iotas(self) -> None:
         """Cut the block before the first arange with a tensor (it, or a view of it) that
-        outlives the block, until none does; an arange of the kernel's (unreduced) shape
-        may outlive it: the kernel stores it."""
+        outlives the block, until none does; an arange of the index space's shape may
+        outlive it: the kernel stores it."""
         while True:
             ops = [self.ops[p] for p in self.taken]
             dead = {t.id for op in ops for t in op.inputs()
                     if type(op) is DropOp or t.status is TensorStatus.READ_WRITE}
-            stored = {t.id for op in ops if type(op) is IotaOp and not self.reduced
+            stored = {t.id for op in ops if type(op) is IotaOp
                       for t in op.outputs() if t.shape == self.space}
             cut = min((k for tid, k in self.iotas.items() if tid not in dead | stored),
                       default=None)

@@ -8,8 +8,8 @@ only on the block's relative signature, so a plan stores it once and replays it.
 
 An arange (:class:`IotaOp`) in the block, and the views of it the fuser took along, are
 read as iota loads: computed from the index, never bound. An arange that outlives the
-block is stored (its own kernel materializes it; a fuser keeps only those of the index
-space's shape).
+block is stored (its own kernel writes it; a fuser keeps only those of the index space's
+shape).
 """
 
 from __future__ import annotations
