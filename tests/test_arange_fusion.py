@@ -167,8 +167,8 @@ ranges = st.one_of(
         lambda r: abs((r[1] - r[0]) / r[2]) < 400))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                 HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(bounds=ranges, dtype=st.sampled_from([af.int32, af.float32, af.int64, af.float64,
                                               af.float16, af.uint32]))
 async def test_arange_matches_numpy(bounds, dtype, ref):
@@ -196,10 +196,12 @@ async def test_arange_matches_numpy(bounds, dtype, ref):
         np.testing.assert_array_equal(fused, expected)
 
 
-@pytest.mark.parametrize("bounds,dtype", [((3, 40, 7), af.int32), ((-2.5, 3.0, 0.25), af.float32),
-                                          ((10, -10, -3), af.int64), ((0, 1, 0.1), af.float16),
-                                          ((0, 5, 0.5), af.int32), ((2**31 - 9, 2**31 - 1, 2),
-                                                                    af.uint32)])
+AGREE = [((3, 40, 7), af.int32), ((-2.5, 3.0, 0.25), af.float32), ((10, -10, -3), af.int64),
+         ((0, 1, 0.1), af.float16), ((0, 5, 0.5), af.int32), ((0, 1, 0.125), af.float64),
+         ((2**31 - 9, 2**31 - 1, 2), af.uint32)]
+
+
+@pytest.mark.parametrize("bounds,dtype", AGREE)
 async def test_wgpu_plain_and_numpy_agree(bounds, dtype, dev, plain, ref):
     outs = []
     for device in (dev, plain, ref):
