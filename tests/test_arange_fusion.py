@@ -94,6 +94,18 @@ async def test_views_of_an_arange_read_it_fused(make, make_np, dev, plain, ref):
         assert not _uploads(buf.getvalue())
 
 
+async def test_a_gather_from_an_arange_reads_it_fused(dev, ref):
+    for device in (dev, ref):
+        idx = af.tensor(np.array([[3, -1, 0], [2, 2, 9]], np.int32), device=device)
+        await device.sync()
+        buf = io.StringIO()
+        with af.tracing(buf):  # negative indices wrap, large ones clamp
+            y = af.take_along_axis(af.arange(10, 20, device=device).reshape(1, 10), idx, 1)
+            got = await y.to_data()
+        np.testing.assert_array_equal(got, [[13, 19, 10], [12, 12, 19]])
+        assert _blocks(buf.getvalue()) == ["[block] 3 op(s): Iota, View[reshape], Gather"]
+
+
 async def test_an_arange_that_is_kept_read_or_matmul_operand_is_written_by_a_kernel(dev):
     w = af.tensor(np.ones((4, 2), np.float32), device=dev)
     await dev.sync()
@@ -145,6 +157,18 @@ async def test_tasks_with_equal_arange_programs_are_batched(dev):
     assert stats.batched_instances == 6 and stats.launches == 1
     for i, r in enumerate(results):
         assert_close(r, (np.arange(64) * i).reshape(8, 8).sum(1).astype(np.float32))
+
+
+async def test_a_failed_fused_launch_reruns_op_by_op_and_leaks_nothing(dev):
+    x = af.tensor(np.ones(16, np.float32), device=dev)
+    await dev.sync()
+    dev.reset_stats()
+    with dev.inject_fault("launch", op="sum", count=1):
+        y = (af.arange(16, device=dev)[::-1] * x).sum()
+        assert await y.to_data() == 120
+    # the fused kernel failed; then the arange, the product and the sum ran one by one
+    assert dev.stats().kernels == {"elementwise[arange]": 1, "elementwise[mul]": 1,
+                                   "reduce[sum]": 1}
 
 
 def _expected(start: float, stop: float, step: float, dtype: af.DType) -> np.ndarray:
