@@ -94,6 +94,40 @@ async def test_views_of_an_arange_read_it_fused(make, make_np, dev, plain, ref):
         assert not _uploads(buf.getvalue())
 
 
+SLICES = [slice(None), slice(None, None, -1), slice(1, None, 2), slice(None, 1), slice(-2, None)]
+
+
+@st.composite
+def view_programs(draw: st.DrawFn) -> tuple:
+    dims = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
+    bounds = (draw(st.integers(-20, 20)), draw(st.integers(-3, 3).filter(bool)))
+    perm = tuple(draw(st.permutations(range(len(dims)))))
+    index = tuple(draw(st.sampled_from(SLICES)) for _ in dims)
+    axis = draw(st.none() | st.integers(0, len(dims) - 1))
+    return dims, bounds, perm, index, axis, draw(st.sampled_from([af.int32, af.float32]))
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(program=view_programs())
+async def test_random_views_of_an_arange_match_numpy(program, ref):
+    dims, (start, step), perm, index, axis, dtype = program
+    stop = start + math.prod(dims) * step
+
+    def run(a):
+        v = a.reshape(dims)
+        v = (v.transpose(perm) if isinstance(v, np.ndarray) else v.permute(*perm))[index]
+        y = v[None] * 2 + v  # a broadcast view too
+        return y if axis is None else y.sum(axis + 1)
+
+    expected = run(np.arange(start, stop, step).astype(dtype.np))
+    async with af.open_device("numpy", fusion=False) as unfused:
+        for device in (ref, unfused):
+            got = await run(af.arange(start, stop, step, dtype, device=device)).to_data()
+            assert got.shape == expected.shape
+            assert_close(got, expected.astype(got.dtype), rtol=1e-6)
+
+
 async def test_a_gather_from_an_arange_reads_it_fused(dev, ref):
     for device in (dev, ref):
         idx = af.tensor(np.array([[3, -1, 0], [2, 2, 9]], np.int32), device=device)
@@ -148,15 +182,22 @@ async def test_a_lone_arange_is_one_kernel_and_equal_programs_share_a_plan(dev):
             assert (stats.plan_cache_misses, stats.kernels_generated) == (0, 0)
 
 
-async def test_tasks_with_equal_arange_programs_are_batched(dev):
+@pytest.mark.parametrize("reduce", [False, True])
+async def test_tasks_with_equal_arange_programs_are_batched(reduce, dev):
     xs = [np.full(64, i, np.float32) for i in range(6)]
     ts = [af.tensor(x, device=dev) for x in xs]
     await dev.sync()
-    results, stats = await run_tasks(
-        dev, ts, lambda x: (af.arange(64, device=x.device).reshape(8, 8) * x.reshape(8, 8)).sum(1))
+
+    def work(x: af.Tensor) -> af.Tensor:
+        if reduce:  # a strided arange
+            return (af.arange(64, device=x.device).reshape(8, 8) * x.reshape(8, 8)).sum(1)
+        return af.arange(64, device=x.device) * x + 1.0  # a dense one (vec4 unbatched)
+
+    results, stats = await run_tasks(dev, ts, work)
     assert stats.batched_instances == 6 and stats.launches == 1
     for i, r in enumerate(results):
-        assert_close(r, (np.arange(64) * i).reshape(8, 8).sum(1).astype(np.float32))
+        y = np.arange(64, dtype=np.float32) * i
+        assert_close(r, y.reshape(8, 8).sum(1) if reduce else y + 1)
 
 
 async def test_a_failed_fused_launch_reruns_op_by_op_and_leaks_nothing(dev):
