@@ -71,6 +71,7 @@ async def test_one_hot_tril_and_eye_are_one_kernel_each(dev):
 VIEWS = [
     ("reshape-transpose", lambda a: a.reshape(3, 4).T * 2, lambda a: a.reshape(3, 4).T * 2),
     ("flip", lambda a: a[::-1] + 1, lambda a: a[::-1] + 1),
+    ("vec4-one-element", lambda a: a[5:6] * a, lambda a: a[5:6] * a),  # vec4 kernel
     ("slice-step", lambda a: a[2:11:3] * a[1:4], lambda a: a[2:11:3] * a[1:4]),
     ("outer", lambda a: a[:, None] - a[None, :], lambda a: a[:, None] - a[None, :]),
     ("column-sum", lambda a: (a.reshape(4, 3) * 1).sum(0),

@@ -147,5 +147,5 @@ class BlockFuser:
         self._cut_escaping_iotas()
         if not self.computing or self.space is None or not self.complete():
             return None
-        return Candidate(self._build(), tuple(self.taken),
-                         tuple(h for h in self.hoisted if h < self.end), self.end, self.computing)
+        hoisted = tuple(h for h in self.hoisted if h < self.end)
+        return Candidate(self._build(), tuple(self.taken), hoisted, self.end, self.computing)
