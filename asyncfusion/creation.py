@@ -1,17 +1,19 @@
-"""Creating tensors from host data: ``tensor``, ``zeros``, ``ones``, ``full``, ``arange``,
-``rand``, ``randn``. Each makes the data on the host and registers one Init (upload) op.
+"""Creating tensors: ``tensor``, ``zeros``, ``ones``, ``full``, ``rand``, ``randn`` make
+the data on the host and register one Init (upload) op; ``arange`` (and ``eye``, built
+on it) registers an Iota op, computed on the device where it is read.
 """
 
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import numpy as np
 
 from .dtype import DType, as_dtype, check_held, from_numpy
 from .errors import DataError, ShapeError
-from .ir import InitOp
+from .ir import InitOp, IotaOp
 from .tensor import Tensor, _check_size, check_dims
 
 __all__ = ["tensor", "zeros", "ones", "full", "arange", "rand", "randn", "from_numpy_array",
@@ -70,15 +72,19 @@ def _convert(data: Any, dtype: DType | None, device: Any, what: str) -> np.ndarr
     target = dtype or from_numpy(arr.dtype)
     _check_size(tuple(int(d) for d in arr.shape), device, what, dtype)
     if target in _RANGES and arr.dtype.kind in "iuf" and arr.size:
-        lo, hi = _RANGES[target]
         if arr.dtype.kind == "f" and not np.isfinite(arr).all():
             raise DataError(f"{what}: NaN or infinity cannot become {target.label}; "
                             "keep the data as float32 or replace them first")
-        if arr.min() < lo or arr.max() > hi:
-            raise DataError(f"{what}: values {arr.min()}..{arr.max()} do not fit in "
-                            f"{target.label}; pass dtype=asyncfusion.float32 or scale them")
+        _check_fits(arr.min(), arr.max(), target, what)
     with np.errstate(all="ignore"):
         return arr.astype(target.np)
+
+
+def _check_fits(low: Any, high: Any, target: DType, what: str) -> None:
+    lo, hi = _RANGES[target]
+    if low < lo or high > hi:
+        raise DataError(f"{what}: values {low}..{high} do not fit in "
+                        f"{target.label}; pass dtype=asyncfusion.float32 or scale them")
 
 
 def tensor(data: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
@@ -126,14 +132,51 @@ def _one_shape(name: str, shape: Any, dtype: Any) -> None:
 
 def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any = None, *,
            device: Any = None) -> Tensor:
-    """Evenly spaced values in ``[start, stop)`` (numpy.arange)."""
-    if step == 0:
-        raise ShapeError("arange: step must not be zero")
+    """Evenly spaced values in ``[start, stop)`` (numpy.arange): int32 for int arguments,
+    float32 otherwise, unless ``dtype`` says.
+
+    Nothing is uploaded: element ``i`` is ``start + i * step``, computed by the kernels
+    that read it (so ``(arange(n) * x).sum()`` is one launch and needs no buffer for the
+    arange); where the arange itself must exist (it is read, kept, or given to an op that
+    does not fuse) one kernel writes it. Float ranges are computed in float32 (in float64
+    for ``dtype=float64``): within a few ulps of numpy, which computes in float64 and
+    rounds; integer ranges are exact.
+    """
     if stop is None:
         start, stop = 0, start
+    bounds = (start, stop, step)
+    for v in bounds:
+        if not isinstance(v, (int, float, np.integer, np.floating)):
+            raise DataError(f"arange: start, stop and step must be real numbers, got {v!r}")
+    if not all(math.isfinite(v) for v in bounds):
+        raise DataError(f"arange: start, stop and step must be finite, got {start!r}, "
+                        f"{stop!r}, {step!r}")
+    if step == 0:
+        raise ShapeError("arange: step must not be zero")
     device = _device(device)
-    _check_size((max(0, math.ceil((stop - start) / step)),), device, "arange()")
-    return tensor(np.arange(start, stop, step), dtype, device=device)
+    ints = all(isinstance(v, (int, np.integer)) for v in bounds)
+    n = max(0, int(-((start - stop) // step)) if ints else math.ceil((stop - start) / step))
+    _check_size((n,), device, "arange()")
+    target = as_dtype(dtype) if dtype is not None else DType.int32 if ints else DType.float32
+    check_held(target, device, "arange()")
+    if ints and target.is_int or target is DType.float64:
+        compute = target
+    else:
+        compute = DType.int32 if ints and not target.is_float else DType.float32
+    last = start + (n - 1) * step
+    for dt in ({target, compute} & _RANGES.keys()) if n else ():
+        _check_fits(min(start, last), max(start, last), dt, "arange()")
+    if compute.is_int:
+        bits = 8 * compute.itemsize
+        start, step = (int(v) % 2**bits for v in (start, step))  # wraps as the kernel does
+        if compute is not DType.uint32:
+            start, step = (v - 2**bits if v >= 2**(bits - 1) else v for v in (start, step))
+    else:
+        start, step = float(start), float(step)
+    out = Tensor((n,), compute, device)
+    out_ir = out.out_ir()
+    device.register(IotaOp(start, step, out_ir), (), out_ir)
+    return out if compute is target else out.astype(target)
 
 
 def rand(shape: Any, *, seed: int | None = None, device: Any = None) -> Tensor:
@@ -179,12 +222,15 @@ def empty_like(x: Tensor, dtype: Any = None, *, device: Any = None) -> Tensor:
 
 def eye(n_rows: int, n_cols: int | None = None, *, k: int = 0, dtype: Any = None,
         device: Any = None) -> Tensor:
-    """Ones on diagonal ``k`` of an ``n_rows`` x ``n_cols`` matrix, zeros elsewhere."""
+    """Ones on diagonal ``k`` of an ``n_rows`` x ``n_cols`` matrix, zeros elsewhere: one
+    kernel comparing two aranges, nothing uploaded."""
     dt = as_dtype(dtype) if dtype is not None else DType.float32
     rows, cols = _shape((n_rows, n_rows if n_cols is None else n_cols))
     device = _device(device)
     _check_size((rows, cols), device, "eye()", dt)
-    return from_numpy_array(np.eye(rows, cols, k=k, dtype=dt.np), device)
+    k = max(-rows, min(operator.index(k), cols))  # past the corners: no diagonal at all
+    row = arange(rows, device=device).reshape((rows, 1))
+    return ((arange(cols, device=device) - row) == k).astype(dt)
 
 
 def linspace(start: float, stop: float, /, num: int, *, dtype: Any = None,

@@ -64,28 +64,45 @@ class _Run:
         self.axes = tuple(d for d, r in enumerate(reduced) if r)
         self.maps = iter(args.maps)
         self.inputs: list[np.ndarray] = []
-        for k, (ld, buf) in enumerate(zip(kernel.loads, loads, strict=True)):
-            self.inputs.append(self._load(k, ld, buf))
+        bound = iter(loads)  # iota loads, last, are bound to no buffer
+        for k, ld in enumerate(kernel.loads):
+            self.inputs.append(self._load(k, ld, None if ld.iota is not None else next(bound)))
+        if next(bound, None) is not None:
+            raise ValueError("a launch got more buffers than its kernel binds")
         self.values: list[np.ndarray] = []
         self.result: np.ndarray | None = None
 
-    def _load(self, k: int, ld: Load, buf: HostBuffer) -> np.ndarray:
+    def _load(self, k: int, ld: Load, buf: HostBuffer | None) -> np.ndarray:
+        if buf is None:
+            return self._iota(ld, self._words(k, ld))
         words = buf.words(ld.dtype)
         if ld.dense:
             return _from_words(words[:numel(self.space)].reshape(self.space), ld.dtype)
+        return _from_words(words[self._words(k, ld)], ld.dtype)
+
+    def _iota(self, ld: Load, at: np.ndarray) -> np.ndarray:
+        """An arange's values at storage words ``at``: start + word * step in its dtype."""
+        assert ld.iota is not None
+        start, step = (np.array(self.args.scalars[s], dtype=ld.dtype.np) for s in ld.iota)
+        return start + at.astype(ld.dtype.np) * step
+
+    def _words(self, k: int, ld: Load) -> np.ndarray:
+        """The storage word load ``k`` reads at each element of its level's shape."""
+        if ld.dense:
+            return np.arange(numel(self.space), dtype=np.int64).reshape(self.space)
         offset, strides = next(self.maps)
         shape = self.keep if ld.level is Level.OUT else self.space
         if self.kernel.matmul and k < 2:  # an operand: (batch..., M, 1, K) or (..., 1, N, K)
             r = len(shape)
             shape = tuple(1 if d == r - 2 - k else s for d, s in enumerate(shape))
         if ld.gather is None:
-            return _from_words(words[_index(shape, offset, strides)], ld.dtype)
+            return _index(shape, offset, strides)
         j, d, s = ld.gather
         size = int(self.args.scalars[s])
         at = self.inputs[j].astype(np.int64)
         at = np.clip(np.where(at < 0, at + size, at), 0, size - 1)
         plain = tuple(0 if e == d else st for e, st in enumerate(strides))
-        return _from_words(words[_index(shape, offset, plain) + at * strides[d]], ld.dtype)
+        return _index(shape, offset, plain) + at * strides[d]
 
     def _matmul(self) -> np.ndarray:
         """The operands' product over K, kept as a trailing axis of size 1."""

@@ -199,12 +199,17 @@ def _launch(step: KernelStep, args: LaunchArgs, insts: list[_Instance], ctx: Con
     slabs: list[Any] = []
     try:
         for k, ld in enumerate(kernel.loads):
-            ids = tuple(inst.inputs[k] for inst in insts)
-            storages = [memory.storage(tid) for tid in ids]
-            need = n * ld.dtype.itemsize if ld.dense else max(s.buffer.nbytes for s in storages)
-            buffer, stride = packed.get(ids, storages, need)
-            loads.append(buffer)
-            loads_dense.append(ld.dense and stride == need)
+            if ld.iota is not None:  # an arange, bound to nothing: equal in every instance
+                loads_dense.append(False)
+                stride = 0
+            else:
+                ids = tuple(inst.inputs[k] for inst in insts)
+                storages = [memory.storage(tid) for tid in ids]
+                need = n * ld.dtype.itemsize if ld.dense else max(s.buffer.nbytes
+                                                                  for s in storages)
+                buffer, stride = packed.get(ids, storages, need)
+                loads.append(buffer)
+                loads_dense.append(ld.dense and stride == need)
             if not loads_dense[-1]:
                 offset, strides = (0, dense) if ld.dense else next(maps)
                 new_maps.append((offset, (stride // ld.dtype.itemsize,) + strides))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ..ir import (CatOp, DropOp, ElementwiseOp, ExternOp, GatherOp, InitOp, MatmulOp, OperationIr,
                   ReduceOp, Renumber, TensorStatus, ViewOp, dense_strides, numel)
+from ..ir import IotaOp
 from ..kernel import (Kernel, LaunchArgs, Level, Lowered, Store, align_to, copy_kernel,
                       lower)
 from ..trace import Counters, emit, trace_enabled
@@ -185,7 +186,8 @@ class KernelStep(Step):
         maps = []
         for align, (pos, j) in zip(lw.load_align, lw.load_refs, strict=True):
             if align is not None:
-                lay = block[pos].inputs()[j].view
+                op = block[pos]  # j == -1: its output (an arange its kernel stores)
+                lay = (op.inputs()[j] if j >= 0 else op.outputs()[0]).view
                 maps.append((lay.offset, tuple(lay.strides[a] if a >= 0 else 0
                                                for a in align)))
         dense = dense_strides(space)
@@ -275,7 +277,7 @@ class ExternStep(Step):
 def single_step(ops: list[OperationIr], pos: int, rel: dict[int, int]) -> Step:
     """The unfused step of ``ops[pos]``: its own kernel, or no launch at all."""
     op = ops[pos]
-    if type(op) is ElementwiseOp or type(op) is GatherOp:
+    if type(op) is ElementwiseOp or type(op) is GatherOp or type(op) is IotaOp:
         return KernelStep.build((pos,), lower([op], [Level.ROW], op.out.shape, inplace=False),
                                 rel, False)
     if type(op) is MatmulOp:

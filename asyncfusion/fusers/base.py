@@ -5,6 +5,11 @@ fuser; each takes the op or refuses, and once it refuses it is closed. The explo
 the fuser whose :class:`Candidate` scores best (ops per launch) and asks what it covers.
 A fuser also takes drops (they carry liveness) and views of tensors that exist before its
 kernel (they are hoisted: run as aliases before the launch, read through index maps).
+
+An arange (:class:`IotaOp`) is taken as a source: its readers in the block compute it
+from their index, and views of it are taken along (read through their layouts). It must
+die in the block — else the block is cut before it, and the arange gets a kernel of its
+own — unless it has the index space's shape: then the kernel also stores it.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..ir import DropOp, OperationIr, ViewOp
+from ..ir import DropOp, IotaOp, OperationIr, TensorStatus, ViewOp
 from ..kernel import Level, Lowered, lower
 
 __all__ = ["Candidate", "Fuser", "BlockFuser"]
@@ -63,6 +68,7 @@ class BlockFuser:
         self.space: tuple[int, ...] | None = None
         self.reduced: tuple[bool, ...] = ()
         self.end = -1
+        self.iotas: dict[int, int] = {}  # an arange or a view of one: taken index of its op
 
     def level(self, op: OperationIr) -> Level | None:
         raise NotImplementedError
@@ -75,6 +81,12 @@ class BlockFuser:
             self.end = pos + 1
             return True
         if type(op) is ViewOp:
+            if op.input.id in self.iotas:  # a view of an arange: read through its layout
+                self.iotas[op.out.id] = self.iotas[op.input.id]
+                self.taken.append(pos)
+                self.levels.append(Level.ROW)
+                self.end = pos + 1
+                return True
             if op.input.id in self.produced:
                 return False  # a view of a value computed here: its producer must store first
             self.hoisted.append(pos)
@@ -87,13 +99,16 @@ class BlockFuser:
             return False
         self.taken.append(pos)
         self.levels.append(level)
-        if self._build().kernel.storage_bindings > self.max_bindings:
+        if type(op) is IotaOp:  # a source: binds nothing
+            self.iotas[op.out.id] = len(self.taken) - 1
+        elif self._build().kernel.storage_bindings > self.max_bindings:
             self.taken.pop()
             self.levels.pop()
             self.on_untake(op)
             return False
         self.end = pos + 1
-        self.produced.update(t.id for t in op.outputs())
+        if type(op) is not IotaOp:  # an arange is read from the index, like an input
+            self.produced.update(t.id for t in op.outputs())
         self.computing += 1
         return True
 
@@ -105,8 +120,32 @@ class BlockFuser:
         return lower([self.ops[i] for i in self.taken], self.levels, self.space,
                      self.reduced)
 
-    def candidate(self, score: int) -> Candidate | None:
-        if not score or self.space is None:
+    def _cut_escaping_iotas(self) -> None:
+        """Cut the block before the first arange with a tensor (it, or a view of it) that
+        outlives the block, until none does; an arange of the index space's shape may
+        outlive it: the kernel stores it."""
+        while True:
+            ops = [self.ops[p] for p in self.taken]
+            dead = {t.id for op in ops for t in op.inputs()
+                    if type(op) is DropOp or t.status is TensorStatus.READ_WRITE}
+            stored = {t.id for op in ops if type(op) is IotaOp
+                      for t in op.outputs() if t.shape == self.space}
+            cut = min((k for tid, k in self.iotas.items() if tid not in dead | stored),
+                      default=None)
+            if cut is None:
+                return
+            self.end = self.taken[cut]
+            del self.taken[cut:], self.levels[cut:]
+            self.iotas = {tid: k for tid, k in self.iotas.items() if k < cut}
+            self.computing = sum(1 for p in self.taken if self.ops[p].fusible)
+
+    def complete(self) -> bool:
+        """Whether what is left after a cut still makes this fuser's kernel."""
+        return True
+
+    def candidate(self) -> Candidate | None:
+        self._cut_escaping_iotas()
+        if not self.computing or self.space is None or not self.complete():
             return None
-        return Candidate(self._build(), tuple(self.taken),
-                         tuple(h for h in self.hoisted if h < self.end), self.end, score)
+        hoisted = tuple(h for h in self.hoisted if h < self.end)
+        return Candidate(self._build(), tuple(self.taken), hoisted, self.end, self.computing)

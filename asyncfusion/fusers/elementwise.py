@@ -1,11 +1,12 @@
 """The element-wise fuser: element-wise ops of one output shape in one kernel, and gathers
-whose input and indices come from memory (a gather cannot read registers)."""
+whose input and indices come from memory (a gather cannot read registers), and aranges
+read where they are consumed."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..ir import ElementwiseOp, GatherOp, OperationIr
+from ..ir import ElementwiseOp, GatherOp, IotaOp, OperationIr
 from ..kernel import Level
 from .base import BlockFuser, Candidate
 
@@ -16,6 +17,8 @@ class ElementwiseFuser(BlockFuser):
     name = "elementwise"
 
     def level(self, op: OperationIr) -> Level | None:
+        if type(op) is IotaOp:
+            return Level.ROW  # a source, read where it is consumed
         if type(op) is GatherOp:
             if op.input.id in self.produced or op.index.id in self.produced:
                 return None
@@ -31,4 +34,4 @@ class ElementwiseFuser(BlockFuser):
             self.space = None
 
     def finish(self, later_reads: Callable[[int], set[int]]) -> Candidate | None:
-        return self.candidate(self.computing)
+        return self.candidate()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..ir import ElementwiseOp, OperationIr, ReduceOp, TensorIr
+from ..ir import ElementwiseOp, IotaOp, OperationIr, ReduceOp, TensorIr
 from ..kernel import Level
 from .base import BlockFuser, Candidate
 
@@ -32,6 +32,8 @@ class ReduceFuser(BlockFuser):
         self.value_level: dict[int, tuple[Level, tuple[int, ...]]] = {}
 
     def level(self, op: OperationIr) -> Level | None:
+        if type(op) is IotaOp:
+            return Level.ROW  # a source, read at the level of each op that reads it
         if type(op) is ReduceOp:
             if self.reduce_at is not None:
                 return None
@@ -82,6 +84,9 @@ class ReduceFuser(BlockFuser):
             self.reduce_at = None
             self.reduced = ()
 
+    def complete(self) -> bool:
+        return self.reduce_at is not None and self.reduce_at < len(self.taken)
+
     def finish(self, later_reads: Callable[[int], set[int]]) -> Candidate | None:
         if self.reduce_at is None:
             return None
@@ -97,4 +102,4 @@ class ReduceFuser(BlockFuser):
             trimmed = True
         if trimmed:
             self.end = self.taken[-1] + 1
-        return self.candidate(self.computing)
+        return self.candidate()

@@ -3,7 +3,8 @@
 from .layout import IndexItem, Layout, dense_strides
 from .ops import (CatOp, DropOp, ExternOp, ElementwiseOp, GatherOp, InitOp, MatmulOp, OperationIr,
                   ReduceOp, Renumber, ScalarIr, TensorIr, TensorStatus, ViewOp, numel)
+from .ops import IotaOp
 
 __all__ = ["IndexItem", "Layout", "dense_strides", "CatOp", "DropOp", "ElementwiseOp", "ExternOp",
            "GatherOp", "InitOp", "MatmulOp", "OperationIr", "ReduceOp", "Renumber", "ScalarIr",
-           "TensorIr", "TensorStatus", "ViewOp", "numel"]
+           "TensorIr", "TensorStatus", "ViewOp", "numel", "IotaOp"]

@@ -26,9 +26,9 @@ from ..dtype import DType
 from ..primitives import PRIMITIVES, REDUCTIONS
 from .layout import Layout
 
-__all__ = ["TensorStatus", "TensorIr", "ScalarIr", "OperationIr", "InitOp", "ElementwiseOp",
-           "ReduceOp", "MatmulOp", "GatherOp", "ViewOp", "CatOp", "ExternOp", "DropOp", "Renumber",
-           "numel"]
+__all__ = ["TensorStatus", "TensorIr", "ScalarIr", "OperationIr", "InitOp", "IotaOp",
+           "ElementwiseOp", "ReduceOp", "MatmulOp", "GatherOp", "ViewOp", "CatOp", "ExternOp",
+           "DropOp", "Renumber", "numel"]
 
 
 class TensorStatus(enum.Enum):
@@ -149,6 +149,33 @@ class InitOp(OperationIr):
 
     def outputs(self) -> tuple[TensorIr, ...]:
         return (self.out,)
+
+
+@dataclass(frozen=True, slots=True)
+class IotaOp(OperationIr):
+    """``out[i] = start + i * step`` (an arange), computed where it is read: a fused
+    kernel loads it as an index expression (no buffer, no upload), and a kernel of its
+    own writes it out when it must exist in memory. ``start`` and ``step`` are values of
+    ``out``'s dtype (an integer step wraps, as the kernel's arithmetic does) and travel
+    as launch scalars, so aranges of every range share one plan."""
+
+    start: float | int
+    step: float | int
+    out: TensorIr
+    fusible: ClassVar[bool] = True
+
+    def inputs(self) -> tuple[TensorIr, ...]:
+        return ()
+
+    def outputs(self) -> tuple[TensorIr, ...]:
+        return (self.out,)
+
+    @property
+    def scalars(self) -> tuple[float | int, float | int]:
+        return (self.start, self.step)
+
+    def with_last_use(self, tid: int) -> IotaOp:
+        return self
 
 
 @dataclass(slots=True, unsafe_hash=True)  # not frozen: see TensorIr

@@ -16,7 +16,9 @@ A *matmul* kernel (``matmul=True``) is a reduction too: its index space is the o
 shape plus K, its ROW body is the product of loads 0 and 1 and its reduction a sum over
 K; backends schedule it as a tiled matmul, and its OUT work (bias, activation, residual)
 runs in the tile's store. A *gather* load reads its input at a coordinate taken from
-another load (``Load.gather``).
+another load (``Load.gather``). An *iota* load (``Load.iota``) reads no buffer: its value
+is ``start + word * step``, an arange computed from the word its index map gives, so
+views of an arange (reshaped, broadcast, transposed, sliced, flipped) are read fused.
 
 A kernel is pure structure — no sizes, strides or values — so equal kernels render to
 the same WGSL and share one compiled pipeline. Sizes, strides, offsets and scalars come
@@ -50,7 +52,7 @@ class Arg:
 
 @dataclass(frozen=True, slots=True)
 class Load:
-    """One bound input read at ``level``. ``dense``: element ``i`` of the index space is
+    """One input read at ``level``. ``dense``: element ``i`` of the index space is
     word ``i`` of the buffer (vec4-able); otherwise offset + sum(coord * stride)."""
 
     dtype: DType
@@ -59,6 +61,9 @@ class Load:
     # (index load, index-space dimension, scalar holding the input's size there): that
     # dimension's coordinate is the index load's value, wrapped if negative and clamped.
     gather: tuple[int, int, int] | None = None
+    # (scalar start, scalar step): no buffer is bound; word w reads ``start + w * step``,
+    # computed in ``dtype``. Iota loads come after every bound load.
+    iota: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +124,8 @@ class Kernel:
 
     @property
     def storage_bindings(self) -> int:
-        return len(self.loads) + sum(1 for s in self.stores if s.inplace is None)
+        return sum(1 for ld in self.loads if ld.iota is None) + sum(
+            1 for s in self.stores if s.inplace is None)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -128,7 +134,9 @@ class Kernel:
         if self.reduce is not None and not self.matmul:
             ops.append(self.reduce.op)
         ops += [i.op for i in self.body if i.level is not Level.ROW]
-        return tuple(ops) or ("copy",)
+        if ops:
+            return tuple(ops)
+        return ("arange",) if self.loads and self.loads[0].iota is not None else ("copy",)
 
     @property
     def title(self) -> str:
@@ -151,7 +159,7 @@ class Kernel:
         gaps; outputs are never written in place."""
         loads = tuple(Load(ld.dtype, dense, ld.level,
                            None if ld.gather is None else (ld.gather[0], ld.gather[1] + 1,
-                                                           ld.gather[2]))
+                                                           ld.gather[2]), ld.iota)
                       for ld, dense in zip(self.loads, loads_dense, strict=True))
         stores = tuple(Store(st.value, st.dtype, st.level, dense, None)
                        for st, dense in zip(self.stores, stores_dense, strict=True))

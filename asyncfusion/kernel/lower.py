@@ -5,15 +5,21 @@ that decision into the kernel and a :class:`Lowered` record: the tensor ids behi
 load and store, how each non-dense load lines up with the index space (``align``), which
 tensors die with the kernel, and where each scalar comes from. Everything here depends
 only on the block's relative signature, so a plan stores it once and replays it.
+
+An arange (:class:`IotaOp`) in the block, and the views of it the fuser took along, are
+read as iota loads: computed from the index, never bound. An arange that outlives the
+block is stored (its own kernel writes it; a fuser keeps only those of the index space's
+shape).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from ..dtype import DType
-from ..ir import (DropOp, ElementwiseOp, GatherOp, MatmulOp, OperationIr, ReduceOp, ScalarIr,
-                  TensorIr, TensorStatus)
+from ..ir import (DropOp, ElementwiseOp, GatherOp, IotaOp, MatmulOp, OperationIr, ReduceOp,
+                  ScalarIr, TensorIr, TensorStatus, ViewOp)
 from ..primitives import REDUCTIONS
 from .ir import Arg, Instr, Kernel, Level, Load, Reduce, Store
 
@@ -25,7 +31,7 @@ Align = tuple[int, ...]  # per index-space dimension: the tensor's dimension, or
 @dataclass(frozen=True, slots=True)
 class Lowered:
     kernel: Kernel
-    inputs: tuple[int, ...]  # tensor id per load
+    inputs: tuple[int, ...]  # tensor id per bound load (iota loads, last, have none)
     outputs: tuple[int, ...]  # tensor id per store
     load_align: tuple[Align | None, ...]  # None for dense loads
     load_refs: tuple[tuple[int, int], ...]  # (op position, input index) of each load
@@ -84,6 +90,7 @@ def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
     dead: set[int] = set()
     dropped: set[int] = set()
     shape_from = (0, False)
+    iotas: dict[int, tuple[int, int]] = {}  # an arange (or a view of one): its scalars
 
     def load(t: TensorIr, level: Level, out_shape: tuple[int, ...], pos: int,
              op: OperationIr, align: Align | None = None,
@@ -92,10 +99,11 @@ def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
         slot = load_slot.get(key)
         if slot is None:
             slot = load_slot[key] = len(loads)
-            load_refs.append((pos, [i.id for i in op.inputs()].index(t.id)))
+            ins = [i.id for i in op.inputs()]  # -1: the op's own output (a stored arange)
+            load_refs.append((pos, ins.index(t.id) if t.id in ins else -1))
             dense = (not reduced and t.layout is None and t.shape == space and gather is None
                      and align is None)
-            loads.append(Load(t.dtype, dense, level, gather))
+            loads.append(Load(t.dtype, dense, level, gather, iotas.get(t.id)))
             load_ids.append(t.id)
             if dense:
                 load_align.append(None)
@@ -114,6 +122,14 @@ def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
         for t in op.inputs():
             if t.status is TensorStatus.READ_WRITE:
                 dead.add(t.id)
+        if isinstance(op, IotaOp):
+            scalars += [op.out.dtype, op.out.dtype]
+            scalar_refs += [(pos, 0), (pos, 1)]
+            iotas[op.out.id] = (len(scalars) - 2, len(scalars) - 1)
+            continue
+        if isinstance(op, ViewOp):  # a view of an arange: its layout is the index map
+            iotas[op.out.id] = iotas[op.input.id]
+            continue
         if isinstance(op, MatmulOp):
             a_align, b_align = matmul_align(op)
             operands = (load(op.a, Level.ROW, space, pos, op, a_align),
@@ -163,11 +179,17 @@ def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
         body.append(Instr(op.op, op.compute, op.out.dtype, tuple(args), level))
 
     dead |= dropped
+    for pos, op in enumerate(block):
+        if isinstance(op, IotaOp) and op.out.id not in dead:
+            values[op.out.id] = (load(op.out, Level.ROW, space, pos, op), Level.ROW,
+                                 op.out.dtype)
+    loads, load_ids, load_align, load_refs, body, reduce = _iotas_last(
+        loads, load_ids, load_align, load_refs, body, reduce, values)
     stores: list[Store] = []
     store_ids: list[int] = []
     store_align: list[Align | None] = []
     donors = [s for s, tid in enumerate(load_ids)
-              if inplace and not reduced and tid in dead and loads[s].dense]
+              if inplace and not reduced and tid in dead and loads[s].dense and tid not in iotas]
     for tid, (arg, level, dtype) in values.items():
         if tid in dead:
             continue
@@ -182,8 +204,10 @@ def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
         store_ids.append(tid)
         store_align.append(None if dense else tuple(range(rank)))
     lent = {s.inplace for s in stores if s.inplace is not None}
-    frees = tuple(tid for s, tid in enumerate(load_ids) if tid in dead and s not in lent)
-    frees += tuple(tid for tid in dropped if tid not in values and tid not in load_ids)
+    frees = tuple(tid for s, tid in enumerate(load_ids) if tid in dead and s not in lent
+                  and tid not in iotas)
+    frees += tuple(tid for tid in dropped if tid not in values and tid not in load_ids
+                   and tid not in iotas)
 
     n = 1
     for d in space:
@@ -197,9 +221,36 @@ def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
     matmul = any(isinstance(op, MatmulOp) for op in block)
     kernel = Kernel(rank, tuple(loads), tuple(body), tuple(stores), tuple(scalars), reduce,
                     reduced, vec4, matmul)
-    return Lowered(kernel, tuple(load_ids), tuple(store_ids), tuple(load_align),
-                   tuple(load_refs), tuple(store_align), tuple(dict.fromkeys(frees)), tuple(scalar_refs),
-                   shape_from)
+    return Lowered(kernel, tuple(t for t in load_ids if t not in iotas), tuple(store_ids),
+                   tuple(load_align), tuple(load_refs), tuple(store_align),
+                   tuple(dict.fromkeys(frees)), tuple(scalar_refs), shape_from)
+
+
+def _iotas_last(loads: list[Load], load_ids: list[int], load_align: list[Align | None],
+                load_refs: list[tuple[int, int]], body: list[Instr], reduce: Reduce | None,
+                values: dict[int, tuple[Arg, Level, DType]]
+                ) -> tuple[list[Load], list[int], list[Align | None], list[tuple[int, int]],
+                           list[Instr], Reduce | None]:
+    """The loads reordered so that iota loads (bound to no buffer) come last, and every
+    reference to a load renumbered to match."""
+    order = sorted(range(len(loads)), key=lambda k: loads[k].iota is not None)
+    if order == list(range(len(loads))):
+        return loads, load_ids, load_align, load_refs, body, reduce
+    new = {old: k for k, old in enumerate(order)}
+
+    def arg(a: Arg) -> Arg:
+        return Arg("in", new[a.index]) if a.kind == "in" else a
+
+    moved = [loads[k] for k in order]
+    moved = [ld if ld.gather is None else dataclasses.replace(
+        ld, gather=(new[ld.gather[0]],) + ld.gather[1:]) for ld in moved]
+    for tid, (a, level, dtype) in values.items():
+        values[tid] = (arg(a), level, dtype)
+    body = [dataclasses.replace(ins, args=tuple(arg(a) for a in ins.args)) for ins in body]
+    if reduce is not None:
+        reduce = dataclasses.replace(reduce, value=arg(reduce.value))
+    return (moved, [load_ids[k] for k in order], [load_align[k] for k in order],
+            [load_refs[k] for k in order], body, reduce)
 
 
 def copy_kernel(dtype: DType, rank: int, dense_load: bool) -> Kernel:

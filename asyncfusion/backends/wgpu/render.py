@@ -81,6 +81,8 @@ class _Writer:
         self.emit("@group(0) @binding(0) var<uniform> params: Params;", 0)
         binding = 1
         for i, ld in enumerate(k.loads):
+            if ld.iota is not None:
+                continue  # computed from its index (iota loads come last)
             word = STORAGE_TYPE[ld.dtype]
             if (self.v4 and ld.dense) or i in self.vec_loads:
                 word = f"vec4<{word}>"
@@ -148,21 +150,36 @@ class _Writer:
             size = self.expr(Arg("s", s))
             self.emit(f"let g{i} = clamp(select(a{j}, a{j} + {size}, a{j} < 0), 0, {size} - 1);",
                       depth)
-            raw = f"in{i}[{self.index(self.load_map[i], dims, (d, f'g{i}'))}]"
+            raw = self.word(i, self.index(self.load_map[i], dims, (d, f'g{i}')))
         elif ld.dense:
-            raw = f"in{i}[i]"
+            raw = self.word(i, "i")
         elif self.v4:  # a single broadcast element
-            raw = f"vec4<{STORAGE_TYPE[ld.dtype]}>(in{i}[{self.index(self.load_map[i], [])}])"
+            one = self.word(i, self.index(self.load_map[i], []), False)
+            raw = f"vec4<{STORAGE_TYPE[ld.dtype]}>({one})"
         elif i in self.bases:  # a reduction's row: the kept dimensions' part is hoisted
             word = self.load_map[i]
             terms = [f"b{i}"] + [f"i32(c{d}) * bitcast<i32>({param(word + 1 + d)})"
                                  for d in self.folded]
-            raw = f"in{i}[u32({' + '.join(terms)})]"
+            raw = self.word(i, f"u32({' + '.join(terms)})")
         else:
-            raw = f"in{i}[{self.index(self.load_map[i], dims)}]"
+            raw = self.word(i, self.index(self.load_map[i], dims))
         if ld.dtype is DType.bool:
             raw = f"({raw} != {'vec4<u32>(0u)' if self.v4 else '0u'})"
         self.emit(f"let a{i} = {raw};", depth)
+
+    def word(self, i: int, at: str, v4: bool | None = None) -> str:
+        """Load ``i``'s word ``at`` (in ``vec4`` words where the kernel is vec4 and the
+        load dense); an iota load's is computed: start + word * step."""
+        ld = self.k.loads[i]
+        if ld.iota is None:
+            return f"in{i}[{at}]"
+        v4 = self.v4 and ld.dense if v4 is None else v4
+        if v4:  # the 4 elements of vec4 word ``at``
+            at = f"(vec4<u32>({at} * 4u) + vec4<u32>(0u, 1u, 2u, 3u))"
+        start, step = (self.expr(Arg("s", s)) for s in ld.iota)
+        if self.v4 and not v4:  # a broadcast element of a vec4 kernel: one lane's value
+            start, step = f"{start}.x", f"{step}.x"
+        return f"({start} + {convert(at, DType.uint32, Ty(ld.dtype, v4))} * {step})"
 
     def instr(self, j: int, depth: int) -> None:
         ins = self.k.body[j]
