@@ -9,17 +9,13 @@ from typing import Any
 
 import numpy as np
 
-from .dtype import DType, as_dtype, check_held, from_numpy
+from .dtype import DType, as_dtype, check_held, from_numpy, int_range
 from .errors import DataError, ShapeError
 from .ir import InitOp
 from .tensor import Tensor, _check_size, check_dims
 
 __all__ = ["tensor", "zeros", "ones", "full", "arange", "rand", "randn", "from_numpy_array",
            "zeros_like", "ones_like", "full_like", "empty", "empty_like", "eye", "linspace"]
-
-_RANGES = {DType.int32: (-(2**31), 2**31 - 1), DType.uint32: (0, 2**32 - 1),
-           DType.int64: (-(2**63), 2**63 - 1)}
-
 
 def _device(device: Any) -> Any:
     from .device import as_device, default_device
@@ -69,8 +65,8 @@ def _convert(data: Any, dtype: DType | None, device: Any, what: str) -> np.ndarr
         from_numpy(arr.dtype)  # raises the complex error
     target = dtype or from_numpy(arr.dtype)
     _check_size(tuple(int(d) for d in arr.shape), device, what, dtype)
-    if target in _RANGES and arr.dtype.kind in "iuf" and arr.size:
-        lo, hi = _RANGES[target]
+    if target.is_int and arr.dtype.kind in "iuf" and arr.size:
+        lo, hi = int_range(target)
         if arr.dtype.kind == "f" and not np.isfinite(arr).all():
             raise DataError(f"{what}: NaN or infinity cannot become {target.label}; "
                             "keep the data as float32 or replace them first")

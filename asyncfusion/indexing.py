@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from .creation import arange, full, tensor
-from .dtype import DType
+from .dtype import DType, int_range
 from .errors import DeviceMismatchError, DTypeError, IndexingError, LimitError, ShapeError
 from .ir import GatherOp
 from .tensor import Tensor, _check_size, broadcast_shapes, cat, normalize_axis, where
@@ -43,7 +43,7 @@ def _indices(index: Any, like: Tensor, what: str) -> Tensor:
         raise DeviceMismatchError(f"{what}: the tensor and its indices live on two devices "
                                   f"({like.device!r} and {t.device!r}); create the "
                                   "indices on the tensor's device")
-    if t.dtype is DType.uint32:
+    if t.dtype in (DType.uint32, DType.int16, DType.uint16):
         t = t.astype(DType.int32)
     if t.dtype is not DType.int32:
         raise DTypeError(f"{what}: indices must be int32, got {t.dtype.label}; cast with "
@@ -156,9 +156,8 @@ def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True) -> tuple[Tenso
     if x.dtype.is_float:
         mask: float | int = float("-inf") if largest else float("inf")
     else:
-        info = {DType.int32: (-(2**31), 2**31 - 1), DType.uint32: (0, 2**32 - 1),
-                DType.int64: (-(2**63), 2**63 - 1)}[x.dtype]
-        mask = info[0] if largest else info[1]
+        lo, hi = int_range(x.dtype)
+        mask = lo if largest else hi
     if n >= 4 * _CHUNK and 4 * k <= _CHUNK:
         return _topk_chunked(x, k, ax, largest, mask)
     return _topk_passes(x, k, ax, largest, mask)

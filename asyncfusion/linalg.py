@@ -41,6 +41,8 @@ def matmul(a: Any, b: Any) -> Tensor:
         instead = "float32" if dtype.is_float else "int32"
         raise DTypeError(f"matmul (@) of {dtype.label} is not available (the tiled kernel is "
                          f"written for 32-bit words); cast with .astype(asyncfusion.{instead})")
+    if dtype.lane is not dtype:  # int16/uint16: in the 32-bit lane, wrapped once at the end
+        return matmul(a.astype(dtype.lane), b.astype(dtype.lane)).astype(dtype)
     if a.dtype is not dtype:
         a = a.astype(dtype)
     if b.dtype is not dtype:
