@@ -20,7 +20,8 @@ import numpy as np
 from .errors import DTypeError
 
 __all__ = ["DType", "float16", "float32", "float64", "int16", "int32", "int64", "uint16",
-           "uint32", "uint64", "bool_", "as_dtype", "promote", "check_held", "int_range", "to_storage"]
+           "uint32", "uint64", "bool_", "as_dtype", "promote", "check_held", "int_range",
+           "to_storage"]
 
 
 class DType(enum.Enum):

@@ -4,8 +4,8 @@
 the standard (``xp = array_namespace(x)``) runs on it. What it reports is what this
 runtime holds: float32, int16, int32, uint16, uint32 and bool on every adapter, float16,
 float64, int64 and uint64 where the adapter has ``shader-f16``/``-f64``/``-int64`` (the
-numpy backend always), no complex dtype, no data-dependent output shapes (boolean-mask indexing and ``unique_*``
-would need one; ``nonzero`` is a coroutine, ``await af.nonzero(x)``, that waits for its
+numpy backend always), no complex dtype, no data-dependent output shapes (boolean-mask
+indexing and ``unique_*`` would need one; ``nonzero`` is a coroutine, ``await af.nonzero(x)``, that waits for its
 count).
 """
 

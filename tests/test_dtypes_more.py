@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import asyncfusion as af
+from tests.test_custom_kernels import sum_diff
 
 RNG = np.random.default_rng(1616)
 NEW = [af.int16, af.uint16, af.uint64]
@@ -147,8 +148,8 @@ async def test_reductions(devices, dt, shape):
         t, sm = af.tensor(x, dt, device=d), af.tensor(small, dt, device=d)
         got = await read(t.sum(axis=-1), t.sum(), sm.prod(axis=0), t.max(axis=0),
                          t.min(axis=-1), t.max(), t.argmax(axis=-1), t.argmin(axis=0),
-                         af.cumulative_sum(t, axis=1))
-        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+                         af.cumulative_sum(t, axis=1), t[0, 0].sum())
+        for i, (g, w) in enumerate(zip(got, want + [x[0, 0].astype(acc)], strict=True)):
             equal(g, w, (d, dt, i))
 
 
@@ -217,6 +218,31 @@ async def test_indexing_selection_and_matmul(devices):
                  np.concatenate([x, x[::-1]]), np.where(x > 0, x, np.int16(-7)), a @ b)
         for i, (g, want) in enumerate(zip(got, wants, strict=True)):
             equal(g, want, (d, i))
+
+
+async def test_refusals_name_what_to_use(dev):
+    w = af.tensor([1, 2], af.uint64, device=dev)
+    i16, u32 = af.tensor(np.array([1, 2], np.int16), device=dev), af.tensor([1, 2], af.uint32,
+                                                                            device=dev)
+    with pytest.raises(af.DTypeError, match=r"matmul.*uint64.*astype\(asyncfusion.uint32\)"):
+        w @ w
+    with pytest.raises(af.DTypeError, match=r"uint64 and int16 have no common integer type"):
+        w + i16
+    with pytest.raises(af.DTypeError, match=r"int16 and uint32 have no common type narrower "
+                                            r"than int64.*astype\(asyncfusion.int64\)"):
+        i16 * u32
+    equal((await read(i16.astype(af.int64) * u32))[0], np.array([1, 4], np.int64))
+
+
+async def test_custom_kernels_see_int16_in_32_bit_lanes(dev, ref):
+    x = ints(af.int16, (40,), -1000, 1000)
+    y = ints(af.int16, (40,), -1000, 1000)
+    for d in (dev, ref):  # the WGSL reads array<i32>; the numpy twin gets int16 arrays
+        s, diff = sum_diff(af.tensor(x, device=d), af.tensor(y, device=d), params=(40,))
+        assert s.dtype is af.int16
+        got = await read(s, diff)
+        equal(got[0], x + y, d)
+        equal(got[1], x - y, d)
 
 
 async def test_namespace_info_and_iinfo(dev, ref):
