@@ -16,7 +16,8 @@ from .nonzero import nonzero
 from .creation import (arange, empty, empty_like, eye, full, full_like, linspace, ones,
                        ones_like, rand, randn, tensor, zeros, zeros_like)
 from .device import Device, default_device, open_device, to_data
-from .dtype import DType, bool_, float16, float32, float64, int32, int64, uint32
+from .dtype import (DType, bool_, float16, float32, float64, int16, int32, int64, uint16,
+                    uint32, uint64)
 from .errors import (AsyncFusionError, AxisError, BlockingCallError, DataError,
                      DeviceClosedError, DeviceLostError, DeviceMismatchError, DTypeError,
                      ExecutionError, IndexingError, InputError, LimitError, NoAdapterError,
@@ -80,6 +81,7 @@ __all__ = [
     "astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
     "e", "inf", "nan", "newaxis", "pi",
     "float16", "float32", "float64", "int32", "int64", "uint32", "bool_",
+    "int16", "uint16", "uint64",
     "tracing", "take_launches",
     "AsyncFusionError", "InputError", "Overloaded", "http_status", "ShapeError", "IndexingError", "DTypeError", "DeviceMismatchError", "AxisError",
     "LimitError", "DataError", "ExecutionError", "DeviceLostError", "DeviceClosedError",

@@ -11,17 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from .dtype import DType, as_dtype, check_held, from_numpy
+from .dtype import DType, as_dtype, check_held, from_numpy, int_range
 from .errors import DataError, ShapeError
 from .ir import InitOp, IotaOp
 from .tensor import Tensor, _check_size, check_dims
 
 __all__ = ["tensor", "zeros", "ones", "full", "arange", "rand", "randn", "from_numpy_array",
            "zeros_like", "ones_like", "full_like", "empty", "empty_like", "eye", "linspace"]
-
-_RANGES = {DType.int32: (-(2**31), 2**31 - 1), DType.uint32: (0, 2**32 - 1),
-           DType.int64: (-(2**63), 2**63 - 1)}
-
 
 def _device(device: Any) -> Any:
     from .device import as_device, default_device
@@ -71,7 +67,7 @@ def _convert(data: Any, dtype: DType | None, device: Any, what: str) -> np.ndarr
         from_numpy(arr.dtype)  # raises the complex error
     target = dtype or from_numpy(arr.dtype)
     _check_size(tuple(int(d) for d in arr.shape), device, what, dtype)
-    if target in _RANGES and arr.dtype.kind in "iuf" and arr.size:
+    if target.is_int and arr.dtype.kind in "iuf" and arr.size:
         if arr.dtype.kind == "f" and not np.isfinite(arr).all():
             raise DataError(f"{what}: NaN or infinity cannot become {target.label}; "
                             "keep the data as float32 or replace them first")
@@ -81,7 +77,7 @@ def _convert(data: Any, dtype: DType | None, device: Any, what: str) -> np.ndarr
 
 
 def _check_fits(low: Any, high: Any, target: DType, what: str) -> None:
-    lo, hi = _RANGES[target]
+    lo, hi = int_range(target)
     if low < lo or high > hi:
         raise DataError(f"{what}: values {low}..{high} do not fit in "
                         f"{target.label}; pass dtype=asyncfusion.float32 or scale them")
@@ -164,12 +160,12 @@ def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any 
     else:
         compute = DType.int32 if ints and not target.is_float else DType.float32
     last = start + (n - 1) * step
-    for dt in ({target, compute} & _RANGES.keys()) if n else ():
+    for dt in (d for d in {target, compute} if d.is_int and n):
         _check_fits(min(start, last), max(start, last), dt, "arange()")
     if compute.is_int:
-        bits = 8 * compute.itemsize
+        bits = compute.bits
         start, step = (int(v) % 2**bits for v in (start, step))  # wraps as the kernel does
-        if compute is not DType.uint32:
+        if not compute.is_unsigned:
             start, step = (v - 2**bits if v >= 2**(bits - 1) else v for v in (start, step))
     else:
         start, step = float(start), float(step)

@@ -1,10 +1,13 @@
 """The element types asyncfusion holds, and how they map to numpy.
 
 Each dtype carries its ``itemsize`` on the device: bool is stored as a 4-byte word
-(WGSL cannot put ``bool`` in a storage buffer), float16 as 2 bytes, float64 and int64
-as 8, the rest as 4. float16 needs the adapter's ``shader-f16`` feature, float64
-``shader-f64`` and ``shader-int64``, int64 ``shader-int64``: :func:`check_held` refuses
-them on a device without it. Backend type names (WGSL's ``f32`` ...) live with the backends.
+(WGSL cannot put ``bool`` in a storage buffer), float16 as 2 bytes, float64, int64 and
+uint64 as 8, the rest as 4. int16 and uint16 are held in 32-bit lanes (their ``lane``,
+int32/uint32: WGSL has no 16-bit integers), sign- or zero-extended, so they take 4 bytes
+on the device and 2 on the host; kernels compute them in the lane and wrap every result
+to 16 bits. float16 needs the adapter's ``shader-f16`` feature, float64 ``shader-f64``
+and ``shader-int64``, int64 and uint64 ``shader-int64``: :func:`check_held` refuses them
+on a device without it. Backend type names (WGSL's ``f32`` ...) live with the backends.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ import numpy as np
 
 from .errors import DTypeError
 
-__all__ = ["DType", "float16", "float32", "float64", "int32", "int64", "uint32", "bool_",
-           "as_dtype", "promote", "check_held"]
+__all__ = ["DType", "float16", "float32", "float64", "int16", "int32", "int64", "uint16",
+           "uint32", "uint64", "bool_", "as_dtype", "promote", "check_held", "int_range",
+           "to_storage"]
 
 
 class DType(enum.Enum):
@@ -26,9 +30,12 @@ class DType(enum.Enum):
     float16 = ("float16", "F16", np.float16, 2)
     float32 = ("float32", "F32", np.float32, 4)
     float64 = ("float64", "F64", np.float64, 8)
+    int16 = ("int16", "I16", np.int16, 4)  # in a 32-bit lane
     int32 = ("int32", "I32", np.int32, 4)
     int64 = ("int64", "I64", np.int64, 8)
+    uint16 = ("uint16", "U16", np.uint16, 4)  # in a 32-bit lane
     uint32 = ("uint32", "U32", np.uint32, 4)
+    uint64 = ("uint64", "U64", np.uint64, 8)
     bool = ("bool", "BOOL", np.bool_, 4)
 
     def __init__(self, label: str, short: str, np_type: type, itemsize: int) -> None:
@@ -39,8 +46,24 @@ class DType(enum.Enum):
 
     @property
     def storage_np(self) -> np.dtype:
-        """The numpy type of the device's storage words (bool is stored as uint32)."""
-        return np.dtype(np.uint32) if self is DType.bool else self.np
+        """The numpy type of the device's storage words (bool is stored as uint32, int16
+        and uint16 in their 32-bit lanes)."""
+        return _STORAGE_NP.get(self, self.np)
+
+    @property
+    def lane(self) -> DType:
+        """The dtype this one is held and computed in: int32 for int16, uint32 for
+        uint16, itself for the others."""
+        return _LANES.get(self, self)
+
+    @property
+    def bits(self) -> int:
+        """Bits of a value (not of its storage: int16 has 16)."""
+        return self.np.itemsize * 8
+
+    @property
+    def is_unsigned(self) -> builtins.bool:
+        return self in _UNSIGNED
 
     @property
     def is_float(self) -> builtins.bool:
@@ -61,13 +84,20 @@ class DType(enum.Enum):
 float16 = DType.float16
 float32 = DType.float32
 float64 = DType.float64
+int16 = DType.int16
 int32 = DType.int32
 int64 = DType.int64
+uint16 = DType.uint16
 uint32 = DType.uint32
+uint64 = DType.uint64
 bool_ = DType.bool
 
 _FLOATS = frozenset((DType.float16, DType.float32, DType.float64))
-_INTS = frozenset((DType.int32, DType.uint32, DType.int64))
+_UNSIGNED = frozenset((DType.uint16, DType.uint32, DType.uint64))
+_INTS = frozenset((DType.int16, DType.int32, DType.int64)) | _UNSIGNED
+_LANES = {DType.int16: DType.int32, DType.uint16: DType.uint32}
+_STORAGE_NP = {d: d.lane.np for d in _LANES} | {DType.bool: np.dtype(np.uint32)}
+_STORAGE_OF_NUMPY = {d.np: w for d, w in _STORAGE_NP.items()}
 _BY_NUMPY = {d.np: d for d in DType}
 _FROM_NUMPY = {d.np: d for d in DType if d.itemsize <= 4}
 # numpy data the runtime converts on upload: 64-bit data is narrowed (as JAX does by
@@ -75,24 +105,23 @@ _FROM_NUMPY = {d.np: d for d in DType if d.itemsize <= 4}
 _CONVERTIBLE = {
     np.dtype(np.float64): DType.float32,
     np.dtype(np.int64): DType.int32,
-    np.dtype(np.int16): DType.int32,
     np.dtype(np.int8): DType.int32,
     np.dtype(np.uint8): DType.uint32,
-    np.dtype(np.uint16): DType.uint32,
     np.dtype(np.uint64): DType.uint32,
 }
 _NAMES = {d.label: d for d in DType} | {"bool_": DType.bool, "f32": DType.float32,
                                         "f16": DType.float16, "half": DType.float16,
                                         "f64": DType.float64, "double": DType.float64,
-                                        "i32": DType.int32, "i64": DType.int64,
-                                        "u32": DType.uint32}
+                                        "i16": DType.int16, "i32": DType.int32,
+                                        "i64": DType.int64, "u16": DType.uint16,
+                                        "u32": DType.uint32, "u64": DType.uint64}
 
 
 def as_dtype(value: object) -> DType:
     """Turn a DType, its name, a numpy dtype or a Python type into a DType.
 
     :raises DTypeError: for types the runtime does not hold (whether a device holds
-        float16, float64 and int64 is :func:`check_held`'s question).
+        float16, float64, int64 and uint64 is :func:`check_held`'s question).
     """
     if isinstance(value, DType):
         return value
@@ -111,8 +140,8 @@ def as_dtype(value: object) -> DType:
     if npd is not None and npd in _BY_NUMPY:
         return _BY_NUMPY[npd]
     raise DTypeError(
-        f"dtype {value!r} is not supported; asyncfusion holds float32, int32, uint32, bool "
-        "and, where the adapter has them, float16, float64 and int64. "
+        f"dtype {value!r} is not supported; asyncfusion holds float32, int16, int32, uint16, "
+        "uint32, bool and, where the adapter has them, float16, float64, int64 and uint64. "
         "Convert your data first (for example with numpy's .astype(np.float32))."
     )
 
@@ -120,8 +149,8 @@ def as_dtype(value: object) -> DType:
 def from_numpy(npd: np.dtype) -> DType:
     """The DType that numpy data of type ``npd`` is stored as (with documented narrowing).
 
-    float64 becomes float32 (as JAX does by default), int8/16/64 int32, uint8/16/64
-    uint32; float16 stays float16. ``dtype=float64`` (or int64) keeps 64 bits.
+    float64 becomes float32 (as JAX does by default), int8/64 int32, uint8/64 uint32;
+    float16, int16 and uint16 stay. ``dtype=float64`` (or int64, uint64) keeps 64 bits.
     Complex, object, string and datetime data raise.
     """
     if npd in _FROM_NUMPY:
@@ -129,8 +158,8 @@ def from_numpy(npd: np.dtype) -> DType:
     if npd in _CONVERTIBLE:
         return _CONVERTIBLE[npd]
     raise DTypeError(
-        f"numpy dtype {npd} cannot be held: asyncfusion stores float32, float16, int32, uint32 "
-        "and bool "
+        f"numpy dtype {npd} cannot be held: asyncfusion stores float32, float16, int16, int32, "
+        "uint16, uint32 and bool "
         "(float64 and other ints are narrowed on upload). Convert complex data to two real "
         "tensors, and strings or objects to numbers, before calling tensor()."
     )
@@ -140,9 +169,11 @@ def promote(a: DType, b: DType, op: str) -> DType:
     """The common dtype of two operands, or a DTypeError naming both.
 
     Rules: equal types stay; two floats give the wider; an integer with a float gives
-    the float (as torch); int64 with int32 or uint32 gives int64; bool mixes only with
-    bool; int32 with uint32 is refused (their common type, int64, is not on every
-    adapter).
+    the float (as torch); integers follow the Array API's lattice (the wider of one
+    signedness; an unsigned with a wider signed gives the signed, uint16 with int16 gives
+    int32); bool mixes only with bool. Refused: a pair whose common type would be an
+    int64 that neither operand is (int32 or int16 with uint32: int64 is not on every
+    adapter), and uint64 with a signed integer (no common integer type).
     """
     if a is b:
         return a
@@ -155,18 +186,31 @@ def promote(a: DType, b: DType, op: str) -> DType:
         return a if a.itemsize > b.itemsize else b
     if a.is_float or b.is_float:
         return a if a.is_float else b
-    if DType.int64 in (a, b):
-        return DType.int64
+    if a.is_unsigned == b.is_unsigned:
+        return a if a.bits > b.bits else b
+    signed, unsigned = (b, a) if a.is_unsigned else (a, b)
+    if signed.bits > unsigned.bits:
+        return signed
+    if unsigned is DType.uint64:
+        raise DTypeError(
+            f"{op}: {a.label} and {b.label} have no common integer type (numpy gives "
+            "float64); cast one operand with .astype(asyncfusion.int64) or "
+            ".astype(asyncfusion.uint64)."
+        )
+    if unsigned is DType.uint16:
+        return DType.int32
     raise DTypeError(
-        f"{op}: int32 and uint32 have no common 32-bit type; cast one operand with "
-        ".astype(asyncfusion.int32) or .astype(asyncfusion.uint32)."
+        f"{op}: {a.label} and {b.label} have no common type narrower than int64, which "
+        "not every adapter holds; cast one operand with .astype(asyncfusion.int32), "
+        ".astype(asyncfusion.uint32) or .astype(asyncfusion.int64)."
     )
 
 
 # The adapter features each optional dtype needs, and the dtype to use without them.
 NEEDS = {DType.float16: (("shader-f16",), DType.float32),
          DType.float64: (("shader-f64", "shader-int64"), DType.float32),
-         DType.int64: (("shader-int64",), DType.int32)}
+         DType.int64: (("shader-int64",), DType.int32),
+         DType.uint64: (("shader-int64",), DType.uint32)}
 
 
 def check_held(dtype: DType, device: object, what: str) -> None:
@@ -180,3 +224,20 @@ def check_held(dtype: DType, device: object, what: str) -> None:
             f"{dtype.label}; use asyncfusion.{instead.label} instead "
             f"(dtype=asyncfusion.{instead.label}, or numpy's .astype(np.{instead.label}) on "
             "the data)")
+
+
+def int_range(dtype: DType) -> tuple[int, int]:
+    """The smallest and largest value of an integer dtype."""
+    return _RANGES[dtype]
+
+
+_RANGES = {d: (int(np.iinfo(d.np).min), int(np.iinfo(d.np).max))  # type: ignore[type-var]
+           for d in _INTS}
+
+
+def to_storage(data: np.ndarray) -> np.ndarray:
+    """Host data as the device's storage words, C-ordered: bool as uint32 words, int16
+    and uint16 sign- or zero-extended to their 32-bit lanes, the rest as they are."""
+    raw = np.ascontiguousarray(data)
+    word = _STORAGE_OF_NUMPY.get(raw.dtype)
+    return raw if word is None else raw.astype(word)

@@ -31,7 +31,7 @@ from typing import Any
 
 from . import sorting
 from .creation import arange, full, tensor
-from .dtype import DType
+from .dtype import DType, int_range
 from .errors import DeviceMismatchError, DTypeError, IndexingError, LimitError, ShapeError
 from .ir import GatherOp
 from .tensor import Tensor, _check_size, broadcast_shapes, cat, normalize_axis, where
@@ -55,7 +55,7 @@ def _indices(index: Any, like: Tensor, what: str) -> Tensor:
         raise DeviceMismatchError(f"{what}: the tensor and its indices live on two devices "
                                   f"({like.device!r} and {t.device!r}); create the "
                                   "indices on the tensor's device")
-    if t.dtype is DType.uint32:
+    if t.dtype in (DType.uint32, DType.int16, DType.uint16):
         t = t.astype(DType.int32)
     if t.dtype is not DType.int32:
         raise DTypeError(f"{what}: indices must be int32, got {t.dtype.label}; cast with "
@@ -168,9 +168,8 @@ def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True) -> tuple[Tenso
     if x.dtype.is_float:
         mask: float | int = float("-inf") if largest else float("inf")
     else:
-        info = {DType.int32: (-(2**31), 2**31 - 1), DType.uint32: (0, 2**32 - 1),
-                DType.int64: (-(2**63), 2**63 - 1)}[x.dtype]
-        mask = info[0] if largest else info[1]
+        lo, hi = int_range(x.dtype)
+        mask = lo if largest else hi
     if n >= _SORT_TOPK and k <= _CHUNK and x.dtype in sorting.SORTABLE:
         rows, back = _rows(x, ax)
         at = sorting.top_positions(rows, k, largest)

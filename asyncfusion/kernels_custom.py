@@ -157,7 +157,8 @@ class CustomKernel:
         arrays = []
         for t, buf in zip(op.ins, loads, strict=True):
             words = buf.words(t.dtype)[:numel(t.shape)].reshape(t.shape)
-            arrays.append(words != 0 if t.dtype is DType.bool else words.view(t.dtype.np))
+            arrays.append(words != 0 if t.dtype is DType.bool else
+                          words.astype(t.dtype.np, copy=False))
         got = self.twin(*arrays, *params)
         values = list(got) if isinstance(got, (tuple, list)) else [got]
         if len(values) != len(op.outs):

@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from .dtype import DType, promote
+from .dtype import NEEDS, DType, promote
 from .errors import AxisError, DeviceMismatchError, DTypeError, ShapeError
 from .ir import MatmulOp
 from .tensor import Tensor, _check_size, broadcast_shapes, normalize_axis
@@ -44,9 +44,11 @@ def matmul(a: Any, b: Any) -> Tensor:
         raise DTypeError("matmul (@) is not defined for bool tensors; cast with "
                          ".astype(asyncfusion.int32) or .astype(asyncfusion.float32) first")
     if dtype.itemsize == 8:
-        instead = "float32" if dtype.is_float else "int32"
         raise DTypeError(f"matmul (@) of {dtype.label} is not available (the tiled kernel is "
-                         f"written for 32-bit words); cast with .astype(asyncfusion.{instead})")
+                         "written for 32-bit words); cast with "
+                         f".astype(asyncfusion.{NEEDS[dtype][1].label})")
+    if dtype.lane is not dtype:  # int16/uint16: in the 32-bit lane, wrapped once at the end
+        return matmul(a.astype(dtype.lane), b.astype(dtype.lane)).astype(dtype)
     if a.dtype is not dtype:
         a = a.astype(dtype)
     if b.dtype is not dtype:

@@ -259,7 +259,7 @@ def _scan(x: Tensor, axis: int | None, dtype: Any, include_initial: bool, op: st
         raise ShapeError(f"{what}: needs at least one dimension")
     ax = normalize_axis(axis, x.ndim, what)
     target = as_dtype(dtype) if dtype is not None else (
-        DType.int32 if x.dtype is DType.bool else x.dtype)
+        DType.int32 if x.dtype is DType.bool else x.dtype.lane)  # int16 sums as int32
     if x.dtype is not target:
         x = x.astype(target)
     unit = 0 if op == "add" else 1
@@ -277,11 +277,13 @@ def _scan(x: Tensor, axis: int | None, dtype: Any, include_initial: bool, op: st
 
 def cumulative_sum(x: Tensor, /, *, axis: int | None = None, dtype: Any = None,
                    include_initial: bool = False) -> Tensor:
-    """Running sums along ``axis`` (optional for 1-D); bool counts as int32."""
+    """Running sums along ``axis`` (optional for 1-D); bool counts as int32, int16 and
+    uint16 sum in int32/uint32 (as ``sum``)."""
     return _scan(x, axis, dtype, include_initial, "add", "cumulative_sum")
 
 
 def cumulative_prod(x: Tensor, /, *, axis: int | None = None, dtype: Any = None,
                     include_initial: bool = False) -> Tensor:
-    """Running products along ``axis`` (optional for 1-D); bool counts as int32."""
+    """Running products along ``axis`` (optional for 1-D); bool counts as int32, int16
+    and uint16 multiply in int32/uint32 (as ``prod``)."""
     return _scan(x, axis, dtype, include_initial, "mul", "cumulative_prod")

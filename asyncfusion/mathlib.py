@@ -425,9 +425,9 @@ def _left_shift(a: list[str], ty: Ty) -> str:
 def _right_shift(a: list[str], ty: Ty) -> str:
     n = _shift_amount(a[1], ty)
     width = ty.dtype.itemsize * 8
-    if ty.dtype is not DType.uint32:  # arithmetic: a shift of 31 (63) or more gives 0 or -1
+    if not ty.dtype.is_unsigned:  # arithmetic: a shift of 31 (63) or more gives 0 or -1
         return f"({a[0]} >> min({n}, {_bits(ty)}({width - 1}u)))"
-    return f"select({a[0]} >> {n}, {ty.const('0u')}, {n} >= {_bits(ty)}(32u))"
+    return f"select({a[0]} >> {n}, {ty.const('0u')}, {n} >= {_bits(ty)}({width}u))"
 
 
 def _signbit(a: list[str], ty: Ty) -> str:

@@ -2,13 +2,14 @@
 
 ``t.__array_namespace__()`` returns the ``asyncfusion`` module, so code written against
 the standard (``xp = array_namespace(x)``) runs on it. What it reports is what this
-runtime holds: float32, int32, uint32 and bool on every adapter, float16, float64 and int64
-where the adapter has ``shader-f16``/``-f64``/``-int64`` (the numpy backend always), no
-complex dtype, no data-dependent output shapes: every op knows its output's shape when it
-is recorded, so there is no boolean-mask indexing, and the functions whose output size
-depends on data (``nonzero``, ``unique_all``/``_counts``/``_inverse``/``_values``) are
-coroutines, ``await af.nonzero(x)``, that wait for that size; code written for the
-standard's synchronous ones cannot call them as they are.
+runtime holds: float32, int16, int32, uint16, uint32 and bool on every adapter, float16,
+float64, int64 and uint64 where the adapter has ``shader-f16``/``-f64``/``-int64`` (the
+numpy backend always), no complex dtype, no data-dependent output shapes: every op knows
+its output's shape when it is recorded, so there is no boolean-mask indexing, and the
+functions whose output size depends on data (``nonzero``,
+``unique_all``/``_counts``/``_inverse``/``_values``) are coroutines, ``await
+af.nonzero(x)``, that wait for that size; code written for the standard's synchronous
+ones cannot call them as they are.
 """
 
 from __future__ import annotations
@@ -35,13 +36,12 @@ newaxis = None
 
 _KINDS = {
     "bool": (DType.bool,),
-    "signed integer": (DType.int32, DType.int64),
-    "unsigned integer": (DType.uint32,),
-    "integral": (DType.int32, DType.int64, DType.uint32),
-    "real floating": (DType.float16, DType.float32, DType.float64),
+    "signed integer": tuple(d for d in DType if d.is_int and not d.is_unsigned),
+    "unsigned integer": tuple(d for d in DType if d.is_unsigned),
+    "integral": tuple(d for d in DType if d.is_int),
+    "real floating": tuple(d for d in DType if d.is_float),
     "complex floating": (),
-    "numeric": (DType.int32, DType.int64, DType.uint32, DType.float16, DType.float32,
-                DType.float64),
+    "numeric": tuple(d for d in DType if d is not DType.bool),
 }
 
 
@@ -106,7 +106,8 @@ def iinfo(type: Any, /) -> iinfo_object:  # noqa: A002 - the standard's name
 
 def result_type(*arrays_and_dtypes: Any) -> DType:
     """The dtype an operation on these tensors, dtypes and Python scalars gives (the rules
-    the element-wise ops use: int with float32 is float32, int32 with uint32 is refused)."""
+    the element-wise ops use: the Array API's integer lattice, int with float32 is
+    float32, int32 with uint32 and uint64 with a signed integer are refused)."""
     held = [_dtype_of(a) for a in arrays_and_dtypes
             if not isinstance(a, (bool, int, float, complex))]
     if not held:
@@ -125,14 +126,17 @@ def result_type(*arrays_and_dtypes: Any) -> DType:
 
 def can_cast(from_: Any, to: Any, /) -> bool:
     """Whether the standard's promotion lattice casts ``from_`` to ``to`` without loss:
-    each type to itself, a float to a wider float, int32 and uint32 to int64 (mixing kinds
-    is never a safe cast)."""
+    each type to itself, a float to a wider float, an integer to one that holds all its
+    values (uint16 to int32, uint32 to int64 ...); mixing kinds is never a safe cast."""
     src, dst = _dtype_of(from_), as_dtype(to)
-    return src is dst or dst in _WIDER.get(src, ())
-
-
-_WIDER = {DType.float16: (DType.float32, DType.float64), DType.float32: (DType.float64,),
-          DType.int32: (DType.int64,), DType.uint32: (DType.int64,)}
+    if src is dst:
+        return True
+    if src.is_float != dst.is_float or DType.bool in (src, dst):
+        return False
+    try:
+        return promote(src, dst, "can_cast") is dst
+    except DTypeError:
+        return False
 
 
 def astype(x: Tensor, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Tensor:
@@ -167,13 +171,15 @@ class ArrayNamespaceInfo:
         return [self.default_device()]
 
     def default_dtypes(self, *, device: Any = None) -> dict[str, DType | None]:
-        """float32 and int32 (no complex dtype: ``None``)."""
+        """float32 and int32 (no complex dtype: ``None``), on every device: int64 is not
+        on every adapter, and indices (argmax, argsort, topk, nonzero) are int32."""
         return {"real floating": DType.float32, "complex floating": None,
                 "integral": DType.int32, "indexing": DType.int32}
 
     def dtypes(self, *, device: Any = None, kind: Any = None) -> dict[str, DType]:
         """The dtypes ``device`` (the default device) holds, optionally of one ``kind``:
-        float16 only where its adapter has ``shader-f16``."""
+        float16 only where its adapter has ``shader-f16``, float64 where it has
+        ``shader-f64`` and ``shader-int64``, int64 and uint64 where it has ``shader-int64``."""
         from .device import as_device
         held = (self.default_device() if device is None else as_device(device)).backend.dtypes
         return {d.label: d for d in DType if d in held and (kind is None or isdtype(d, kind))}

@@ -20,12 +20,13 @@ __all__ = ["Ty", "Primitive", "PRIMITIVES", "Reduction", "REDUCTIONS", "register
            "WGSL_TYPE", "STORAGE_TYPE", "isnan", "convert", "HELPERS", "HELPERS_WIDE", "WIDE",
            "WIDE_INT"]
 
+# int16/uint16 live in i32/u32 lanes (WGSL has no 16-bit integers): sign- or
+# zero-extended in storage and registers, wrapped to 16 bits after every op (convert)
 WGSL_TYPE = {DType.float16: "f16", DType.float32: "f32", DType.float64: "f64",
-             DType.int64: "i64", DType.int32: "i32", DType.uint32: "u32",
+             DType.int64: "i64", DType.int32: "i32", DType.int16: "i32",
+             DType.uint64: "u64", DType.uint32: "u32", DType.uint16: "u32",
              DType.bool: "bool"}
-STORAGE_TYPE = {DType.float16: "f16", DType.float32: "f32", DType.float64: "f64",
-                DType.int64: "i64", DType.int32: "i32", DType.uint32: "u32",
-                DType.bool: "u32"}  # WGSL cannot store bool: a u32 per element
+STORAGE_TYPE = WGSL_TYPE | {DType.bool: "u32"}  # WGSL cannot store bool: a u32 per element
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,14 +101,23 @@ def register(p: Primitive) -> Primitive:
 
 # -- WGSL building blocks --------------------------------------------------------------
 def convert(expr: str, src: DType, ty: Ty) -> str:
-    """``expr`` (of ``src``) as ``ty``. A 32-bit integer becomes int64 by an explicit sign
-    or zero extension: naga (wgpu 0.32) sign-extends ``i64(u32)``, and on lavapipe a plain
-    ``i64(x)`` of a negative i32 compares as non-negative."""
-    if ty.dtype is DType.int64 and src is DType.int32:
-        return f"((i64({expr}) << 32u) >> 32u)"
-    if ty.dtype is DType.int64 and src is DType.uint32:
-        return f"(i64({expr}) & 0xffffffffli)"
-    return f"{ty.t}({expr})"
+    """``expr`` (of ``src``) as ``ty``. A 32-bit (or 16-bit) integer becomes a 64-bit one
+    by an explicit sign or zero extension: naga (wgpu 0.32) sign-extends ``i64(u32)``,
+    and on lavapipe a plain ``i64(x)`` of a negative i32 compares as non-negative.
+    int16/uint16 results wrap: the low 16 bits of the 32-bit lane, sign- or
+    zero-extended."""
+    dst = ty.dtype
+    if dst.itemsize == 8 and dst.is_int and src.lane in (DType.int32, DType.uint32):
+        wide = (f"((i64({expr}) << 32u) >> 32u)" if src.lane is DType.int32
+                else f"(i64({expr}) & 0xffffffffli)")
+        return wide if dst is DType.int64 else f"bitcast<u64>({wide})"
+    lane = expr if WGSL_TYPE[src] == WGSL_TYPE[dst] else f"{ty.t}({expr})"
+    if dst is DType.int16:
+        sixteen = ty.of(DType.uint32).const("16u") if ty.vec4 else "16u"
+        return f"(({lane} << {sixteen}) >> {sixteen})"
+    if dst is DType.uint16:
+        return f"({lane} & {ty.const('0xffffu')})"
+    return lane
 
 
 _ABS64 = "0x7fffffffffffffffli"
@@ -138,7 +148,7 @@ def _by_kind(fl: Rule, it: Rule, ut: Rule | None = None) -> Rule:
     def rule(a: list[str], ty: Ty) -> str:
         if ty.dtype.is_float:
             return fl(a, ty)
-        if ty.dtype is DType.uint32 and ut is not None:
+        if ty.dtype.is_unsigned and ut is not None:
             return ut(a, ty)
         return it(a, ty)
     return rule
@@ -309,12 +319,15 @@ HELPERS_WIDE: dict[str, str] = {
     if (a == -1li) { return select(-1li, 1li, (b & 1li) == 0li); }
     return 0li;
   }
-  var r = 1li;
+  return bitcast<i64>(af_pow_u64(bitcast<u64>(a), bitcast<u64>(b)));
+}
+fn af_pow_u64(a: u64, b: u64) -> u64 {
+  var r = 1lu;
   var x = a;
   var e = b;
   loop {
-    if (e == 0li) { break; }
-    if ((e & 1li) == 1li) { r = r * x; }
+    if (e == 0lu) { break; }
+    if ((e & 1lu) == 1lu) { r = r * x; }
     x = x * x;
     e = e >> 1u;
   }
@@ -328,6 +341,7 @@ fn af_floordiv_i64(a: i64, b: i64) -> i64 {
   let r = a - q * b;
   return select(q, q - 1li, r != 0li && ((r < 0li) != (b < 0li)));
 }
+fn af_floordiv_u64(a: u64, b: u64) -> u64 { return select(a / b, 0lu, b == 0lu); }
 """,
     "af_rem": """fn af_rem_f64(a: f64, b: f64) -> f64 {
   let r = a - b * floor(a / b);
@@ -338,6 +352,7 @@ fn af_rem_i64(a: i64, b: i64) -> i64 {
   let r = a - (a / b) * b;
   return select(r, r + b, r != 0li && ((r < 0li) != (b < 0li)));
 }
+fn af_rem_u64(a: u64, b: u64) -> u64 { return select(a % b, 0lu, b == 0lu); }
 """,
 }
 
@@ -395,10 +410,10 @@ for _p in [
     Primitive("minimum", 2, "numeric", "Min", np.minimum, _nan_select("min")),
     Primitive("maximum", 2, "numeric", "Max", np.maximum, _nan_select("max")),
     Primitive("neg", 1, "numeric", "Neg",
-              lambda a: np.negative(a) if a.dtype != np.uint32 else (np.uint32(0) - a),
+              lambda a: np.negative(a) if a.dtype.kind != "u" else (a.dtype.type(0) - a),
               _by_kind(lambda a, ty: f"(-{a[0]})", lambda a, ty: f"(-{a[0]})",
                        lambda a, ty: f"({ty.const('0u')} - {a[0]})"), "-x"),
-    Primitive("abs", 1, "numeric", "Abs", lambda a: a if a.dtype == np.uint32 else np.abs(a),
+    Primitive("abs", 1, "numeric", "Abs", lambda a: a if a.dtype.kind == "u" else np.abs(a),
               _by_kind(_unary("abs"), _unary("abs"), lambda a, ty: a[0])),
     Primitive("square", 1, "numeric", "Square", np.square,
               lambda a, ty: f"({a[0]} * {a[0]})"),
@@ -465,25 +480,30 @@ class Reduction:
     arg: bool = False
 
     def acc_dtype(self, src: DType) -> DType:
-        """bool folds as uint32 words, float16 in float32 (rounded once at the end)."""
+        """bool folds as uint32 words, float16 in float32 (rounded once at the end),
+        int16/uint16 in their 32-bit lanes."""
         if src is DType.float16:
             return DType.float32
-        return DType.uint32 if src is DType.bool else src
+        return DType.uint32 if src is DType.bool else src.lane
 
     def out_dtype(self, src: DType) -> DType:
-        return DType.int32 if self.arg else src
+        """Indices are int32; sums and products of int16/uint16 are int32/uint32 (the
+        Array API's default integer widths here), other results keep ``src``."""
+        if self.arg:
+            return DType.int32
+        return src.lane if self.name in ("sum", "prod") else src
 
 
 def _lowest(dt: DType) -> str:
     return {DType.float32: "bitcast<f32>(0xff800000u)", DType.int32: "i32(-2147483647 - 1)",
             DType.uint32: "0u", DType.float64: "bitcast<f64>(-4503599627370496li)",
-            DType.int64: "(-9223372036854775807li - 1li)"}[dt]
+            DType.int64: "(-9223372036854775807li - 1li)", DType.uint64: "0lu"}[dt]
 
 
 def _highest(dt: DType) -> str:
     return {DType.float32: "bitcast<f32>(0x7f800000u)", DType.int32: "2147483647",
             DType.uint32: "0xffffffffu", DType.float64: f"bitcast<f64>({_INF64})",
-            DType.int64: "9223372036854775807li"}[dt]
+            DType.int64: "9223372036854775807li", DType.uint64: "0xfffffffffffffffflu"}[dt]
 
 
 def _fold_minmax(fn: str) -> Callable[[str, str, DType], str]:

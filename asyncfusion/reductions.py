@@ -54,9 +54,11 @@ def reduce(op: str, x: Tensor, axis: Any = None, keepdims: bool = False) -> Tens
                                                                "argmin"):
         raise ShapeError(f"{what} of an empty tensor (shape {x.shape}) has no value; "
                          "check the size before reducing")
-    if not axes:  # a 0-d tensor: nothing to fold
-        return elementwise("mul", x, 0) if spec.arg else elementwise("copy", x)
     dtype = spec.out_dtype(x.dtype)
+    if not axes:  # a 0-d tensor: nothing to fold (an int16 sum is still int32)
+        if spec.arg:
+            return elementwise("mul", x, 0)
+        return elementwise("copy", x) if dtype is x.dtype else x.astype(dtype)
     shape = _out_shape(x, axes, keepdims)
     _check_size(shape, x.device, what, dtype)
     out = Tensor(shape, dtype, x.device)

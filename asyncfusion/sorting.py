@@ -18,7 +18,7 @@ A row of ``P = 2**p`` padded elements costs ``1 + sum over stages 2**(b+1)..P of
 (log2(stage) - b + 1)`` launches (``_BLOCK = 2**b``): 1 up to 2048 elements, 3 at 4096,
 55 at 2**20, all in one submission. :func:`sorted_pairs` gives the sorted positions;
 ``argsort``, ``sort`` and the long-axis ``topk`` (:mod:`asyncfusion.indexing`) use it for
-32-bit dtypes (float16 and bool through their 32-bit forms).
+32-bit dtypes (float16, bool, int16 and uint16 through their 32-bit forms).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from .dtype import DType
+from .dtype import DType, int_range
 from .kernels_custom import CustomKernel, custom_kernel
 from .tensor import Tensor, where
 
@@ -37,7 +37,9 @@ _WG = 256
 _BLOCK = 2048  # pairs one workgroup sorts in workgroup memory (16 KiB of keys + indices)
 _MAX_X = 65535
 SORTABLE = frozenset({DType.float32, DType.int32, DType.uint32, DType.bool,
-                      DType.float16})
+                      DType.float16, DType.int16, DType.uint16})
+_WIDEN = {DType.float16: DType.float32, DType.bool: DType.uint32, DType.int16: DType.int32,
+          DType.uint16: DType.uint32}  # sorted through their 32-bit forms
 _PAD = 0xFFFFFFFF  # padding's key: last (ties go by position, and padding's come last)
 
 # params: n (row length), p (padded length), rows, block (pairs per workgroup, a power of
@@ -298,7 +300,7 @@ _STEP_KERNEL = custom_kernel("bitonic_step", wgsl=_STEP, inputs=2, outputs=_pair
 def _worst(dtype: DType, largest: bool) -> float | int:
     if dtype.is_float:
         return float("-inf") if largest else float("inf")
-    lo, hi = (-(2**31), 2**31 - 1) if dtype is DType.int32 else (0, 2**32 - 1)
+    lo, hi = int_range(dtype)
     return lo if largest else hi
 
 
@@ -330,10 +332,8 @@ def _network(rows: Tensor, mode: int, whole: bool) -> tuple[Tensor, int]:
     """Sorted positions of each row of ``rows`` (2-D), padded to ``(r, p)``: the whole
     row sorted, or (``whole=False``) each block of ``_BLOCK`` on its own."""
     x = rows
-    if x.dtype is DType.float16:
-        x = x.astype(DType.float32)
-    elif x.dtype is DType.bool:
-        x = x.astype(DType.uint32)
+    if x.dtype in _WIDEN:
+        x = x.astype(_WIDEN[x.dtype])
     assert x.ndim == 2 and x.dtype in SORTABLE, (x.shape, x.dtype)
     r, n = x.shape
     p = 1 << max(1, (n - 1).bit_length())

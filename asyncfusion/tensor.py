@@ -14,7 +14,7 @@ import numpy as np
 
 from ._debug import in_event_loop
 from .engine.memory import Poison
-from .dtype import DType, as_dtype, check_held, promote
+from .dtype import NEEDS, DType, as_dtype, check_held, int_range, promote
 from .errors import (AxisError, BlockingCallError, DeviceMismatchError, DTypeError, LimitError,
                      ShapeError)
 from .ir import CatOp, ElementwiseOp, Layout, ScalarIr, TensorIr, TensorStatus, numel
@@ -65,9 +65,6 @@ def normalize_axis(axis: int, rank: int, what: str) -> int:
     return int(axis) % rank
 
 
-_INT_RANGE = {DType.uint32: (0, 2**32 - 1), DType.int64: (-(2**63), 2**63 - 1)}
-
-
 def _scalar_dtype(value: Any, other: DType, what: str) -> DType:
     """The dtype a Python scalar takes beside a tensor of dtype ``other``."""
     if isinstance(value, (bool, np.bool_)):
@@ -80,8 +77,10 @@ def _scalar_dtype(value: Any, other: DType, what: str) -> DType:
     if other is DType.bool:
         raise DTypeError(f"{what}: cannot combine a bool tensor with int {value!r}; "
                          "cast it with .astype(asyncfusion.int32) first")
-    lo, hi = _INT_RANGE.get(other, (-(2**31), 2**31 - 1))
-    if other.is_int and not lo <= int(value) <= hi:
+    if not other.is_int:
+        return other
+    lo, hi = int_range(other)
+    if not lo <= int(value) <= hi:
         raise DTypeError(f"{what}: {value!r} does not fit in {other.label} "
                          f"(range {lo}..{hi}); cast the tensor first")
     return other
@@ -435,15 +434,19 @@ def _check_size(shape: tuple[int, ...], device: Any, what: str,
 
 def _compute_dtype(op: str, rule: str, dtypes: list[DType], what: str) -> tuple[DType, DType]:
     """(compute dtype, output dtype) of an element-wise op, or a DTypeError. float16 is
-    computed in float32 and rounded to float16 per op, as numpy does."""
+    computed in float32 and rounded to float16 per op, as numpy does; int16/uint16 in
+    their 32-bit lane, wrapped to 16 bits per op."""
     common = dtypes[0]
     for d in dtypes[1:]:
         common = promote(common, d, what)
     if common is DType.float16 and rule in ("numeric", "float", "compare", "predicate"):
         return DType.float32, (DType.bool if rule in ("compare", "predicate") else common)
+    if common.lane is not common and rule != "logical":
+        compute, out = _compute_dtype(op, rule, [common.lane], what)
+        return compute, (common if out is common.lane else out)
     if common.itemsize == 8 and op not in WIDE and not (
             common.is_int and (rule == "float" or op in WIDE_INT)):
-        instead = "float32" if common.is_float else "int32"
+        instead = NEEDS[common][1].label
         raise DTypeError(f"{what} is not available for {common.label} (WGSL's exp, log, pow "
                          "and trigonometric builtins take 16/32-bit floats only); cast with "
                          f".astype(asyncfusion.{instead}) first")
@@ -491,7 +494,7 @@ def _resolve(op: str, args: tuple[Any, ...], dtype: DType | None) -> tuple[DType
     first = tensors[0]
     if spec.rule == "cast":
         assert dtype is not None
-        return dtype, dtype
+        return dtype.lane, dtype
     if spec.rule == "where":
         cond = args[0]
         if type(cond) is not Tensor or cond.dtype is not DType.bool:
@@ -579,7 +582,7 @@ def _with_scalars(op: str, args: tuple[Any, ...], compute: DType
         if type(value) is float and compute is DType.float32:
             pass  # the common case: nothing to check
         elif compute.is_int and not isinstance(value, bool):
-            _scalar_dtype(value, compute, _what(op))  # range check
+            _scalar_dtype(value, _narrowest(args, compute), _what(op))  # range check
         elif type(value) is int and compute is DType.float32:
             _float_scalar(value, _what(op))
         if compute is DType.float32 and _has_half(args):
@@ -587,6 +590,13 @@ def _with_scalars(op: str, args: tuple[Any, ...], compute: DType
         irs.append(_SCALAR_IR[compute])
         scalars.append(value)
     return tuple(irs), tuple(scalars)
+
+
+def _narrowest(args: tuple[Any, ...], compute: DType) -> DType:
+    """The dtype a scalar must fit beside tensors computed in ``compute``: int16 when
+    the integer tensors are int16 (computed in their int32 lane), else ``compute``."""
+    held = {a.dtype for a in args if type(a) is Tensor and a.dtype.lane is compute}
+    return held.pop() if len(held) == 1 else compute
 
 
 def _has_half(args: tuple[Any, ...]) -> bool:

@@ -90,11 +90,13 @@ def test_array_namespace_and_its_info(af_device):
     assert info.default_dtypes() == {"real floating": af.float32, "complex floating": None,
                                      "integral": af.int32, "indexing": af.int32}
     held = info.default_device().backend.dtypes
-    extra = {d.label for d in (af.float16, af.float64, af.int64) if d in held}
-    assert set(info.dtypes()) == {"float32", "int32", "uint32", "bool"} | extra
+    extra = {d.label for d in (af.float16, af.float64, af.int64, af.uint64) if d in held}
+    assert set(info.dtypes()) == {"float32", "int16", "int32", "uint16", "uint32",
+                                  "bool"} | extra
     floats = {d.label for d in af.DType if d.is_float and d in af_device.backend.dtypes}
     assert set(info.dtypes(device=af_device, kind="real floating")) == floats
-    assert set(info.dtypes(kind="integral")) == {"int32", "uint32"} | extra & {"int64"}
+    assert set(info.dtypes(kind="integral")) == {"int16", "int32", "uint16", "uint32"} | (
+        extra & {"int64", "uint64"})
     assert info.dtypes(kind="complex floating") == {}
     assert info.devices() == [info.default_device()]
 

@@ -168,8 +168,8 @@ async def test_creation_and_namespace(dev):
     info = af.__array_namespace_info__()
     assert info.dtypes(device=dev, kind="real floating") == {
         "float16": af.float16, "float32": af.float32, "float64": af.float64}
-    assert info.dtypes(device=dev, kind="signed integer") == {"int32": af.int32,
-                                                              "int64": af.int64}
+    assert info.dtypes(device=dev, kind="signed integer") == {
+        "int16": af.int16, "int32": af.int32, "int64": af.int64}
     # float64 data narrows to float32, as JAX does by default; dtype= keeps 64 bits
     assert af.tensor(np.ones(2), device=dev).dtype is af.float32
     assert af.tensor(np.arange(2), device=dev).dtype is af.int32

@@ -15,7 +15,7 @@ from asyncfusion import sorting
 from tests.test_views_reductions import launches
 
 RNG = np.random.default_rng(11)
-DTYPES = (np.float32, np.int32, np.uint32, np.float16, np.bool_)
+DTYPES = (np.float32, np.int32, np.uint32, np.float16, np.bool_, np.int16, np.uint16)
 
 
 def data(shape: tuple[int, ...], dtype, rng=RNG) -> np.ndarray:
@@ -25,6 +25,8 @@ def data(shape: tuple[int, ...], dtype, rng=RNG) -> np.ndarray:
     x = rng.integers(-6, 7, shape)
     if dtype is np.uint32:
         x = x + 2**31  # across the sign bit of int32
+    elif dtype is np.uint16:
+        x = x + 2**15
     x = x.astype(dtype)
     if np.issubdtype(dtype, np.floating):
         flat = x.reshape(-1)
@@ -36,7 +38,7 @@ def data(shape: tuple[int, ...], dtype, rng=RNG) -> np.ndarray:
 
 def stable_descending(x: np.ndarray, axis: int) -> np.ndarray:
     """numpy's order for a stable descending sort with NaN last."""
-    if x.dtype == np.bool_ or np.issubdtype(x.dtype, np.unsignedinteger):
+    if x.dtype == np.bool_ or np.issubdtype(x.dtype, np.integer):
         return np.argsort(-(x.astype(np.int64)), axis, kind="stable")
     return np.argsort(-x, axis, kind="stable")
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtype import DType
+from ..dtype import DType, to_storage
 from ..ir import Layout, numel
 from ..kernel import Arg, Kernel, LaunchArgs, Level, Load
 from ..primitives import PRIMITIVES, REDUCTIONS
@@ -45,7 +45,8 @@ def _index(shape: tuple[int, ...], offset: int, strides: tuple[int, ...]) -> np.
 
 
 def _from_words(words: np.ndarray, dtype: DType) -> np.ndarray:
-    return words != 0 if dtype is DType.bool else words
+    """Storage words as values (int16's 32-bit lanes as int16)."""
+    return words != 0 if dtype is DType.bool else words.astype(dtype.np, copy=False)
 
 
 def _to_words(values: np.ndarray, dtype: DType) -> np.ndarray:
@@ -182,9 +183,7 @@ class NumpyBackend:
         self._live_bytes -= buffer.nbytes
 
     def upload(self, data: np.ndarray) -> HostBuffer:
-        raw = np.ascontiguousarray(data)
-        if raw.dtype == np.bool_:
-            raw = raw.astype(np.uint32)
+        raw = to_storage(data)
         buf = self.alloc(raw.nbytes)
         buf.data[:raw.nbytes] = raw.reshape(-1).view(np.uint8)
         return buf

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..._debug import assert_off_loop
-from ...dtype import NEEDS, DType
+from ...dtype import NEEDS, DType, to_storage
 from ...ir import Layout, numel
 from ...kernel import Kernel, LaunchArgs
 from ...trace import Counters
@@ -120,9 +120,7 @@ class WgpuBackend:
 
     def upload(self, data: np.ndarray) -> Buffer:
         self.rt.check_alive()
-        raw = np.ascontiguousarray(data)
-        if raw.dtype == np.bool_:
-            raw = raw.astype(np.uint32)
+        raw = to_storage(data)
         buf = self.pool.acquire(raw.nbytes)
         if raw.size:  # writes are whole 4-byte words: an odd count of float16 is padded
             payload = raw.tobytes()

@@ -133,7 +133,7 @@ class _Writer:
         s = {DType.float32: f"bitcast<f32>({raw})", DType.int32: f"bitcast<i32>({raw})",
              DType.uint32: raw, DType.bool: f"({raw} != 0u)",
              DType.float16: f"f16(bitcast<f32>({raw}))", DType.int64: wide,
-             DType.float64: f"bitcast<f64>({wide})"}[dt]
+             DType.uint64: f"bitcast<u64>({wide})", DType.float64: f"bitcast<f64>({wide})"}[dt]
         return Ty(dt, self.v4).const(s) if self.v4 else s
 
     def index(self, word: int, dims: range | list[int], at: tuple[int, str] | None = None) -> str:
@@ -190,12 +190,12 @@ class _Writer:
             as_is = ins.op == "cast" or (ins.op == "where" and not args)  # rule converts
             src = self.dtype_of(a)
             if src is not ins.compute and (not as_is or (ins.op == "cast" and src.is_int and
-                                                         ins.compute is DType.int64)):
+                                                         ins.compute.itemsize == 8)):
                 e = convert(e, src, ty)
             args.append(e)
         e = PRIMITIVES[ins.op].wgsl(args, ty)
-        if ins.out is not ins.compute and ins.out is not DType.bool:  # float16 from float32
-            e = f"{ty.of(ins.out).t}({e})"
+        if ins.out is not ins.compute and ins.out is not DType.bool:  # float16, int16 ...
+            e = convert(e, ins.compute, ty.of(ins.out))  # ... from their 32-bit lane
         self.emit(f"let v{j} = {e};", depth)
 
     def store(self, j: int, index: str, depth: int) -> None:
@@ -309,8 +309,8 @@ class _Writer:
             res = "i32(red_i[first])"
         elif red.out is DType.bool:
             res = f"({first} != 0u)"
-        elif red.out is not red.acc:  # float16 folded in float32
-            res = f"{WGSL_TYPE[red.out]}({first})"
+        elif red.out is not red.acc:  # float16 folded in float32, int16 in int32
+            res = convert(first, red.acc, Ty(red.out, False))
         else:
             res = first
         self.emit(f"let res = {res};", 2)
