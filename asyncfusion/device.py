@@ -46,9 +46,10 @@ class Device:
     def __init__(self, backend: str = "wgpu", *, fusion: bool = True,
                  max_storage_bindings: int | None = None, workgroup: int | None = None,
                  flush_threshold: int = 512, max_pending: int | None = None,
-                 max_round: int | None = None, retry_after: float = 1.0) -> None:
+                 max_round: int | None = None, retry_after: float = 1.0,
+                 max_batch: int | None = None, max_wait_ms: float = 0.0) -> None:
         _check_options(backend, fusion, max_storage_bindings, workgroup, flush_threshold)
-        _check_serving(max_pending, max_round, retry_after)
+        _check_serving(max_pending, max_round, retry_after, max_batch, max_wait_ms)
         self.counters = Counters()
         if backend == "wgpu":
             from .backends.wgpu.backend import WgpuBackend
@@ -63,8 +64,9 @@ class Device:
         runner = (Fusion(self.backend, self.counters) if self.fusion
                   else Plain(self.backend, self.counters))
         self.streams = Streams(flush_threshold)
-        self._server = Server(Executor(self.streams, runner, self.backend, self.counters),
-                              max_round)
+        self._server = Server(
+            Executor(self.streams, runner, self.backend, self.counters, max_batch),
+            max_round, max_batch, max_wait_ms / 1000)
         self._admission = Admission(max_pending, retry_after)
         self._portal: BlockingPortal | None = None
         self._closed = False
@@ -283,8 +285,10 @@ def _check_options(backend: Any, fusion: Any, max_storage_bindings: Any, workgro
             raise ValueError(f"{name} must be at least {low}, not {value}")
 
 
-def _check_serving(max_pending: Any, max_round: Any, retry_after: Any) -> None:
-    for name, value in (("max_pending", max_pending), ("max_round", max_round)):
+def _check_serving(max_pending: Any, max_round: Any, retry_after: Any, max_batch: Any,
+                   max_wait_ms: Any) -> None:
+    for name, value in (("max_pending", max_pending), ("max_round", max_round),
+                        ("max_batch", max_batch)):
         if value is None:
             continue
         if not isinstance(value, int) or isinstance(value, bool):
@@ -294,6 +298,10 @@ def _check_serving(max_pending: Any, max_round: Any, retry_after: Any) -> None:
     if not isinstance(retry_after, (int, float)) or isinstance(retry_after, bool) \
             or not retry_after > 0:
         raise ValueError(f"retry_after must be a positive number of seconds, not {retry_after!r}")
+    if not isinstance(max_wait_ms, (int, float)) or isinstance(max_wait_ms, bool) \
+            or not 0 <= max_wait_ms < float("inf"):
+        raise ValueError(f"max_wait_ms must be a number of milliseconds, 0 or more (0: rounds "
+                         f"start at once), not {max_wait_ms!r}")
 
 
 async def to_data(*tensors: Any) -> tuple[np.ndarray, ...]:
@@ -335,7 +343,8 @@ def as_device(device: Any) -> Device:
 async def open_device(backend: str = "wgpu", *, fusion: bool = True,
                       max_storage_bindings: int | None = None, workgroup: int | None = None,
                       flush_threshold: int = 512, max_pending: int | None = None,
-                      max_round: int | None = None, retry_after: float = 1.0
+                      max_round: int | None = None, retry_after: float = 1.0,
+                      max_batch: int | None = None, max_wait_ms: float = 0.0
                       ) -> AsyncIterator[Device]:
     """Open a device whose server runs in a task group of the calling event loop.
 
@@ -347,11 +356,19 @@ async def open_device(backend: str = "wgpu", *, fusion: bool = True,
     :param max_round: requests one round serves at most (None: all that wait), so a
         round's latency stays bounded under overload; the rest go in the next round.
     :param retry_after: the seconds an ``Overloaded`` error suggests to wait.
+    :param max_batch: instances one batched launch takes at most (None: as many as fit):
+        equal programs of more tasks than this run as several launches per kernel.
+    :param max_wait_ms: how long a round whose reads come from fewer than ``max_batch``
+        tasks (or ``max_round`` requests) may wait for more, counted from its oldest read
+        (0, the default: it starts at once). Under light load this trades up to that much
+        latency for batching: requests that arrive a little apart share one launch, as in
+        Triton's dynamic batcher or Ray Serve's ``@serve.batch``. Syncs never wait.
     """
     make = functools.partial(Device, backend, fusion=fusion,
                              max_storage_bindings=max_storage_bindings, workgroup=workgroup,
                              flush_threshold=flush_threshold, max_pending=max_pending,
-                             max_round=max_round, retry_after=retry_after)
+                             max_round=max_round, retry_after=retry_after,
+                             max_batch=max_batch, max_wait_ms=max_wait_ms)
     dev = await anyio.to_thread.run_sync(make)  # adapter setup blocks for ~0.5 s
     body: BaseException | None = None
     try:

@@ -58,6 +58,7 @@ class Request:
     error: BaseException | None = None
     cancelled: bool = False
     sync: bool = False
+    posted: float = 0.0  # when it was posted (anyio's clock), if rounds may wait
 
 
 def loop_caller() -> Callable[[Callable[[], object]], object]:
@@ -125,13 +126,14 @@ class Worker:
 class Executor:
     """Owns the memory table; runs on the device's executor thread only."""
 
-    def __init__(self, streams: Streams, runner: Any, backend: Any, counters: Counters) -> None:
+    def __init__(self, streams: Streams, runner: Any, backend: Any, counters: Counters,
+                 max_batch: int | None = None) -> None:
         self.streams = streams
         self.runner = runner
         self.backend = backend
         self.counters = counters
         self.memory = Memory(backend)
-        self.deferred = Deferred(runner, self.memory, counters)
+        self.deferred = Deferred(runner, self.memory, counters, max_batch)
 
     def round(self, requests: list[Request], sync: bool) -> None:
         """One round (executor thread): run what ``requests`` need, submit it, and fill
@@ -270,9 +272,12 @@ class Executor:
 class Server:
     """The async half of a device: collects requests and runs rounds on the executor."""
 
-    def __init__(self, executor: Executor, max_round: int | None = None) -> None:
+    def __init__(self, executor: Executor, max_round: int | None = None,
+                 max_batch: int | None = None, max_wait: float = 0.0) -> None:
         self.executor = executor
         self.max_round = max_round  # requests per round at most (None: all that wait)
+        self.max_batch = max_batch  # a round waits for reads of this many tasks,
+        self.max_wait = max_wait  # for this many seconds at most (0: it never waits)
         self.metrics = ServerMetrics()
         self.inbox: list[Request] = []
         self.wake: anyio.Event | None = None
@@ -288,6 +293,8 @@ class Server:
         if self.error is not None or self.stopped:
             raise self._dead_error()
         req.sync = sync
+        if self.max_wait:
+            req.posted = anyio.current_time()
         self.inbox.append(req)
         if self.wake is not None:
             self.wake.set()
@@ -322,6 +329,7 @@ class Server:
                 if not (again or self.inbox or self.executor.streams.long_queues()):
                     await self.wake.wait()
                 self.wake = anyio.Event()
+                await self._gather()
                 if self.crash is not None:
                     raise self.crash
                 cap = self.max_round or len(self.inbox)
@@ -353,6 +361,29 @@ class Server:
             self._fail(batch + self.inbox, self._dead_error())
             await worker.run(self.executor.close)
             worker.stop()
+
+    async def _gather(self) -> None:
+        """``max_wait``: let a round of reads from fewer than ``max_batch`` tasks wait for
+        more (so that they share launches), until its oldest read has waited ``max_wait``
+        seconds. The wait is on the event loop (the wake event, under a deadline), so it
+        blocks nothing and is cancelled with the server; a read cancelled meanwhile is
+        withdrawn by the round as usual."""
+        if not self.max_wait or not self.inbox:
+            return
+        with anyio.CancelScope(deadline=self.inbox[0].posted + self.max_wait):
+            while self._short():
+                await self.wake.wait()
+                self.wake = anyio.Event()
+
+    def _short(self) -> bool:
+        """Whether the waiting requests make less than a full batch (and a full round);
+        a sync or an ``empty_cache`` never waits; cancelled reads do not count."""
+        inbox = self.inbox
+        if (self.max_round is not None and len(inbox) >= self.max_round) or any(
+                r.sync or r.empty_cache for r in inbox):
+            return False
+        live = {r.stream for r in inbox if not r.cancelled}
+        return bool(live) and (self.max_batch is None or len(live) < self.max_batch)
 
     @staticmethod
     def _forget_cancelled(batch: list[Request]) -> None:

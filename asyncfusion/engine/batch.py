@@ -55,8 +55,10 @@ class _Instance:
 class Deferred:
     """The self-contained segments of one round, grouped by plan (executor thread)."""
 
-    def __init__(self, runner: Runner, memory: Memory, counters: Counters) -> None:
+    def __init__(self, runner: Runner, memory: Memory, counters: Counters,
+                 max_batch: int | None = None) -> None:
         self.runner = runner
+        self.max_batch = max_batch  # instances per launch at most (None: all that fit)
         self.memory = memory
         self.counters = counters
         self.groups: dict[tuple[Any, ...], _Group] = {}
@@ -113,7 +115,7 @@ class Deferred:
             try:
                 for step in group.plan:
                     if type(step) is KernelStep and len(group.members) > 1:
-                        _run_batched(step, group.members, ctx, packed)
+                        _run_batched(step, group.members, ctx, packed, self.max_batch)
                     else:
                         for ops, ids in group.members:
                             step.run(ops, ids, ctx)
@@ -130,8 +132,9 @@ class Deferred:
 
 
 def _run_batched(step: KernelStep, members: list[tuple[list[OperationIr], list[int]]],
-                 ctx: Context, packed: _Packed) -> None:
-    """One kernel step for every member: one launch per set of equal launch arguments."""
+                 ctx: Context, packed: _Packed, max_batch: int | None) -> None:
+    """One kernel step for every member: one launch per set of equal launch arguments
+    (of ``max_batch`` instances at most)."""
     memory = ctx.memory
     by_args: dict[LaunchArgs, list[_Instance]] = {}
     for ops, ids in members:
@@ -144,7 +147,7 @@ def _run_batched(step: KernelStep, members: list[tuple[list[OperationIr], list[i
         by_args.setdefault(args, []).append(_Instance(ops, ids, inputs, outputs))
     limit = _max_instances(step, ctx)
     for args, insts in by_args.items():
-        cap = limit(args)
+        cap = min(limit(args), max_batch or len(insts))
         while insts:
             chunk, insts = insts[:cap], insts[cap:]
             if len(chunk) > 1:
