@@ -49,6 +49,7 @@ from .trace import take_launches, tracing
 from .searching import searchsorted
 from .sets import (UniqueAllResult, UniqueCountsResult, UniqueInverseResult, unique_all,
                    unique_counts, unique_inverse, unique_values)
+from ._debug import IntermediateKeptWarning
 
 __version__ = "0.1.0"
 
@@ -88,6 +89,7 @@ __all__ = [
     "BlockingCallError", "NoAdapterError",
     "tensordot", "searchsorted", "unique_all", "unique_counts", "unique_inverse",
     "unique_values", "UniqueAllResult", "UniqueCountsResult", "UniqueInverseResult",
+    "IntermediateKeptWarning",
 ]
 
 

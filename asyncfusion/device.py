@@ -68,6 +68,7 @@ class Device:
             Executor(self.streams, runner, self.backend, self.counters, max_batch),
             max_round, max_batch, max_wait_ms / 1000)
         self._admission = Admission(max_pending, retry_after)
+        self._kept = self._server.executor.kept  # debug mode: notes where tensors are made
         self._portal: BlockingPortal | None = None
         self._closed = False
         self.number = next(_numbers)
@@ -146,6 +147,8 @@ class Device:
         key, owner = current_stream()
         streams = self.streams
         n = streams.register(key, op, inputs, out, owner)
+        if self._kept is not None:
+            self._kept.note(out, key)
         if n == streams.flush_threshold or (n == 1 and streams.crowded()):
             self._poke()  # a long queue to run, or many streams, some maybe ended
 

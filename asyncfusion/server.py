@@ -35,6 +35,7 @@ import numpy as np
 from . import _debug
 from .engine import Memory, Poison, Storage
 from .engine.batch import Deferred
+from .engine.kept import KeptAlive
 from .errors import DeviceClosedError, DeviceLostError, ExecutionError
 from .engine.plan import Context, run_single
 from .ir import DropOp, Layout, OperationIr
@@ -59,6 +60,7 @@ class Request:
     cancelled: bool = False
     sync: bool = False
     posted: float = 0.0  # when it was posted (anyio's clock), if rounds may wait
+    kept: list[tuple[str, str, int]] = field(default_factory=list)  # debug warnings to issue
 
 
 def loop_caller() -> Callable[[Callable[[], object]], object]:
@@ -134,6 +136,10 @@ class Executor:
         self.counters = counters
         self.memory = Memory(backend)
         self.deferred = Deferred(runner, self.memory, counters, max_batch)
+        self.kept: KeptAlive | None = None  # debug mode: finds intermediates kept alive
+        if _debug.DEBUG and runner.fuse:
+            self.kept = KeptAlive()
+            runner.observe = self.kept.check
 
     def round(self, requests: list[Request], sync: bool) -> None:
         """One round (executor thread): run what ``requests`` need, submit it, and fill
@@ -328,8 +334,8 @@ class Server:
                 self._check_unlocked()
                 if not (again or self.inbox or self.executor.streams.long_queues()):
                     await self.wake.wait()
-                self.wake = anyio.Event()
                 await self._gather()
+                self.wake = anyio.Event()
                 if self.crash is not None:
                     raise self.crash
                 cap = self.max_round or len(self.inbox)
@@ -344,6 +350,8 @@ class Server:
                 except Exception as exc:  # noqa: BLE001 - a bug in a round fails that round only
                     self._finish(batch, self.executor._error("device round failed", exc))
                 else:
+                    if self.executor.kept is not None:
+                        self.executor.kept.hand_out(batch)
                     self._finish(batch)
                 self.metrics.running = 0
                 if batch:
@@ -372,8 +380,8 @@ class Server:
             return
         with anyio.CancelScope(deadline=self.inbox[0].posted + self.max_wait):
             while self._short():
-                await self.wake.wait()
-                self.wake = anyio.Event()
+                self.wake = wake = anyio.Event()
+                await wake.wait()
 
     def _short(self) -> bool:
         """Whether the waiting requests make less than a full batch (and a full round);
@@ -435,6 +443,9 @@ class Server:
                 req.cancelled = True
             raise
         for req in reqs:
+            if req.kept:
+                _debug.warn_kept(req.kept)
+        for req in reqs:
             if req.error is not None:
                 error = req.error
                 for r in reqs:
@@ -456,6 +467,8 @@ class Server:
         except BaseException:
             req.cancelled = True
             raise
+        if req.kept:
+            _debug.warn_kept(req.kept)
         if req.error is not None:
             # No reference cycle: the error's traceback holds this frame, so neither the
             # request nor a local may hold the error (the cycle would keep the request's

@@ -9,6 +9,7 @@ cache, so the two differ only in what the explorer may fuse.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 from ..backends.base import Backend
@@ -30,6 +31,9 @@ class Runner:
         self.backend = backend
         self.counters = counters
         self.max_plans = max_plans
+        # debug mode: shown every segment's (key, plan, ops, ids) (engine/kept.py)
+        self.observe: Callable[[tuple[Any, ...], list[Step], list[OperationIr], list[int]],
+                               None] | None = None
         self.plans: OrderedDict[tuple[Any, ...], list[Step]] = OrderedDict()
         self.fusers: list[Fuser] = [ElementwiseFuser(backend.max_storage_bindings, max_ops),
                                     ReduceFuser(backend.max_storage_bindings, max_ops),
@@ -61,6 +65,8 @@ class Runner:
         else:
             self.counters.plan_cache_hits += 1
             self.plans.move_to_end(key)
+        if self.observe is not None:
+            self.observe(key, plan, ops, rn.ids)
         return key, plan, rn.ids
 
 
