@@ -1,7 +1,7 @@
 # The two commands a newcomer needs (see README.md): `make demo` and `make test`.
 # Also: `make docs` (the site, --strict), `make typecheck` (mypy --strict),
 # `make sdist-check` (build the sdist, install it in a fresh venv, run its smoke tests).
-.PHONY: demo test stress bench docs docs-serve typecheck sdist-check
+.PHONY: demo test stress ray-test bench docs docs-serve typecheck sdist-check
 
 demo:
 	bash scripts/setup.sh
@@ -14,6 +14,10 @@ test:
 stress:
 	bash scripts/setup.sh test
 	ASYNCFUSION_DEBUG=1 .venv/bin/python -m pytest -q -m stress tests/stress
+
+ray-test:
+	bash scripts/setup.sh test,ray
+	ASYNCFUSION_DEBUG=1 .venv/bin/python -m pytest -q -m ray tests/test_ray_serve.py
 
 bench:
 	bash scripts/setup.sh

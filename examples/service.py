@@ -12,7 +12,10 @@
 Errors map to responses by kind (``asyncfusion.contrib.starlette``): a wrong query shape
 is a 400, overload a 503 with ``Retry-After``, a lost device a 503 while it is reopened.
 ``SERVICE_VARIANT=numpy`` or ``torch`` serves the same endpoints from numpy or torch in a
-worker thread, for ``bench/service.py`` to compare; ``SERVICE_ROWS`` sets N.
+worker thread, for ``bench/service.py`` to compare; ``SERVICE_ROWS`` sets N;
+``SERVICE_MAX_BATCH`` and ``SERVICE_MAX_WAIT_MS`` set the device's dynamic batcher
+(``open_device(max_batch=..., max_wait_ms=...)``: a round waits up to that long for
+requests of that many tasks, so that they share one launch per kernel).
 """
 
 from __future__ import annotations
@@ -101,6 +104,10 @@ def create_app(variant: str | None = None, rows: int | None = None,
 def _af_app(host: dict[str, np.ndarray], lag: LagMonitor, served: list[int],
             device_options: dict[str, Any]) -> Starlette:
     device_options.setdefault("max_pending", 512)
+    for name, env, kind in (("max_batch", "SERVICE_MAX_BATCH", int),
+                            ("max_wait_ms", "SERVICE_MAX_WAIT_MS", float)):
+        if os.environ.get(env):
+            device_options.setdefault(name, kind(os.environ[env]))
     svc = DeviceService(**device_options)
     resident: weakref.WeakKeyDictionary[af.Device, dict[str, af.Tensor]] = (
         weakref.WeakKeyDictionary())
