@@ -19,6 +19,7 @@ user asked for them.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Hashable
 from typing import Any
 
@@ -36,6 +37,7 @@ class KeptAlive:
     executor thread, ``hand_out`` on the server's event loop between rounds."""
 
     def __init__(self) -> None:
+        self.lock = threading.Lock()  # sites: written by any registering thread
         self.sites: dict[int, tuple[str, int, Hashable]] = {}  # tensor id -> (file, line, stream)
         self.plans: dict[tuple[Any, ...], tuple[int, ...]] = {}  # plan key -> kept relative ids
         self.found: list[tuple[TensorIr, tuple[str, int, Hashable]]] = []
@@ -44,7 +46,9 @@ class KeptAlive:
     def note(self, out: TensorIr, stream: Hashable) -> None:
         """Remember where ``out`` was made, if it is large enough to warn about."""
         if numel(out.shape) * out.dtype.itemsize >= _debug.KEPT_BYTES:
-            _remember(self.sites, out.id, (*_debug.user_site(), stream))
+            site = (*_debug.user_site(), stream)
+            with self.lock:
+                _remember(self.sites, out.id, site)
 
     def check(self, key: tuple[Any, ...], plan: list[Step], ops: list[OperationIr],
               ids: list[int]) -> None:
@@ -54,7 +58,8 @@ class KeptAlive:
         if kept is None:
             kept = _remember(self.plans, key, _kept(plan, ops, ids))
         for r in kept:
-            site = self.sites.pop(ids[r], None)
+            with self.lock:
+                site = self.sites.pop(ids[r], None)
             if site is not None:
                 out = next(t for op in ops for t in op.outputs() if t.id == ids[r])
                 self.found.append((out, site))
