@@ -21,17 +21,37 @@ replica (0: CPU only, e.g. lavapipe; 1: one GPU each), ``replicas``, and ``rows`
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
 from ray import serve
 from starlette.applications import Starlette
 
+# lines in the replica's log (Ray Serve quiets "ray.serve" itself during the lifespan)
+log = logging.getLogger("ray.serve.asyncfusion")
+log.setLevel(logging.INFO)
+
 
 def _replica_app() -> Starlette:
-    """Built in each replica when it starts (the weights are made there, not pickled)."""
+    """Built in each replica when it starts (the weights are made there, not pickled);
+    its lifespan logs the replica's device as it opens and once it is closed."""
     from examples.service import create_app
 
-    return create_app()
+    app = create_app()
+    inner = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app_: Starlette) -> AsyncIterator[None]:
+        async with inner(app_):
+            dev = app.state.service.device()
+            log.info("asyncfusion replica device opened: %r", dev)
+            yield
+        log.info("asyncfusion replica device %s: %r", "closed" if dev.closed else "OPEN", dev)
+
+    app.router.lifespan_context = lifespan
+    return app
 
 
 @serve.deployment
@@ -55,7 +75,7 @@ def build_app(args: dict[str, str] | None = None) -> Any:
     env = {_ENV[k]: str(v) for k, v in args.items() if k in _ENV}
     if env:
         actor["runtime_env"] = {"env_vars": env}
-    return AsyncFusionService.options(  # type: ignore[attr-defined]
+    return AsyncFusionService.options(
         num_replicas=int(args.get("replicas", 1)), ray_actor_options=actor).bind()
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -22,6 +24,7 @@ pytestmark = [pytest.mark.ray, pytest.mark.timeout(900),
 
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = 384
+SESSION = pytest.StashKey[Path]()
 
 
 def free_port() -> int:
@@ -31,7 +34,7 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def serve_url(monkeypatch):
+def serve_url(monkeypatch, request):
     import ray
     from ray import serve
 
@@ -42,7 +45,8 @@ def serve_url(monkeypatch):
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "0")
     port = free_port()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    context = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    request.node.stash[SESSION] = Path(context.address_info["session_dir"])
     try:
         serve.start(http_options={"host": "127.0.0.1", "port": port})
         serve.run(build_app({"rows": str(ROWS), "max_batch": "8", "max_wait_ms": "2"}),
@@ -79,3 +83,22 @@ def test_a_ray_serve_replica_answers_as_numpy(serve_url):
         bad = c.post("/search", json={"query": [1.0, 2.0], "k": 4})
         assert bad.status_code == 400 and bad.json()["error"] == "ShapeError"
         assert c.get("/stats").json()["served"] == 4
+
+
+def replica_log(session: Path) -> str:
+    return "".join(p.read_text() for p in (session / "logs" / "serve").glob("replica_*.log"))
+
+
+def test_the_replica_opens_its_device_at_start_and_closes_it_at_shutdown(request: Any):
+    from ray import serve
+
+    serve_url = request.getfixturevalue("serve_url")
+    session = request.node.stash[SESSION]
+    assert "asyncfusion replica device opened: <asyncfusion.Device" in replica_log(session)
+    assert serve_url and "device closed" not in replica_log(session)
+    serve.shutdown()  # graceful: Ray Serve runs the app's lifespan shutdown
+    closed = "asyncfusion replica device closed: <asyncfusion.Device"
+    give_up = time.monotonic() + 60  # the replica's last lines may land a little later
+    while closed not in replica_log(session) and time.monotonic() < give_up:
+        time.sleep(0.2)
+    assert closed in replica_log(session)
