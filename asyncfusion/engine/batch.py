@@ -15,6 +15,10 @@ buffer first (once per group, for every step that reads them). Each output is on
 :class:`~asyncfusion.engine.memory.Storage` of the slab), so the next batched step reads
 it in place and the round's reads of it are one staging copy.
 
+A launch takes at most ``max_batch`` instances (``open_device(max_batch=...)``; a bigger
+group makes several launches per step); how long a round may wait for more streams is
+the server's business (``max_wait_ms``, in ``server.py``).
+
 Only self-contained segments wait: their inputs are already computed, and no segment
 waiting before them reads what they free. Anything else first runs what waits, so the
 order of the streams' effects on memory is the one an unbatched round has. Failures stay
