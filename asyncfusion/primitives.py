@@ -17,8 +17,7 @@ import numpy as np
 from .dtype import DType
 
 __all__ = ["Ty", "Primitive", "PRIMITIVES", "Reduction", "REDUCTIONS", "register",
-           "WGSL_TYPE", "STORAGE_TYPE", "isnan", "convert", "HELPERS", "HELPERS_WIDE", "WIDE",
-           "WIDE_INT"]
+           "WGSL_TYPE", "STORAGE_TYPE", "isnan", "convert", "HELPERS", "HELPERS_WIDE", "WIDE"]
 
 WGSL_TYPE = {DType.float16: "f16", DType.float32: "f32", DType.float64: "f64",
              DType.int64: "i64", DType.int32: "i32", DType.uint32: "u32",
@@ -79,16 +78,17 @@ class Primitive:
 
 
 PRIMITIVES: dict[str, Primitive] = {}
-# The primitives that run in float64 and int64: those written with WGSL operators and
-# the builtins that take 64-bit types (WGSL's exp, log, pow and trigonometric builtins
-# take 16/32-bit floats only; the accurate math helpers are written for float32).
+# The primitives that run in float64 and int64: those written with WGSL operators, the
+# builtins that take 64-bit types, and the math functions ``mathlib64`` writes out in
+# float64 (WGSL's exp, log, pow and trigonometric builtins take 16/32-bit floats only).
 WIDE = frozenset((
     "add", "sub", "mul", "div", "reciprocal", "sqrt", "rsqrt", "minimum", "maximum", "neg",
     "abs", "square", "relu", "sign", "floor", "ceil", "round", "trunc", "positive",
     "signbit", "isnan", "isinf", "isfinite", "eq", "ne", "lt", "le", "gt", "ge", "where",
     "cast", "copy", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_invert",
-    "bitwise_left_shift", "bitwise_right_shift", "floor_divide", "remainder"))
-WIDE_INT = frozenset(("pow",))  # and these for int64 only (float64 pow needs exp and log)
+    "bitwise_left_shift", "bitwise_right_shift", "floor_divide", "remainder", "pow",
+    "exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "asin", "acos",
+    "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "hypot", "logaddexp"))
 
 
 def register(p: Primitive) -> Primitive:
@@ -387,7 +387,9 @@ for _p in [
     Primitive("add", 2, "numeric", "Add", np.add, _ieee("+", "0x80000000u"), "+"),
     Primitive("sub", 2, "numeric", "Sub", np.subtract, _ieee("-", "0u"), "-"),
     Primitive("mul", 2, "numeric", "Mul", np.multiply, lambda a, ty: f"({a[0]} * {a[1]})", "*"),
-    Primitive("pow", 2, "numeric", "Powf", _np_pow, _fn("af_pow"), "**", ("af_pow",)),
+    # float64 pow calls mathlib64's exp and log cores (helpers that exist in float64 only)
+    Primitive("pow", 2, "numeric", "Powf", _np_pow, _fn("af_pow"), "**",
+              ("af_pow", "af_exp_dd", "af_log_dd", "af_dd")),
     Primitive("floor_divide", 2, "numeric", "FloorDiv", _np_int_zero(np.floor_divide),
               _fn("af_floordiv"), "//", ("af_floordiv",)),
     Primitive("remainder", 2, "numeric", "Remainder", _np_int_zero(np.remainder),

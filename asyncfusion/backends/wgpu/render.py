@@ -98,7 +98,7 @@ class _Writer:
                       f"array<{t}>;", 0)
             binding += 1
         helpers = {h for i in k.body for h in PRIMITIVES[i.op].helpers}
-        for h in sorted(helpers):
+        for h in sorted(helpers & HELPERS.keys()):  # the rest exist in 64 bits only
             self.lines.append(HELPERS[h].rstrip())
         wide = {h for i in k.body if i.compute.itemsize == 8 for h in PRIMITIVES[i.op].helpers}
         for h in sorted(wide & HELPERS_WIDE.keys()):
