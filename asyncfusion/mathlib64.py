@@ -11,7 +11,7 @@ each function is written out on f64 arithmetic and int64 bits:
   the series to s^27 in double): about 2^-100 relative, so ``log``/``log2``/``log10`` round
   it once, and ``pow`` computes exp(y log x) with y log x in double-double.
 * ``sin``/``cos``/``tan``: Cody-Waite reduction by pi/2 in three parts (33 + 33 + 53 bits)
-  for |x| <= 2^20 pi/2 when the remainder keeps >= 2^-39, else Payne-Hanek (2/pi to 1216
+  for |x| <= 2^20 pi/2 when the remainder keeps >= 2^-39, else Payne-Hanek (2/pi to 1184
   bits, generated below; 32x32-bit products from ``mathlib``'s ``af_mul32``); the
   remainder as a double-double; Taylor polynomials to r^17/r^18 on |r| <= pi/4.
 * The inverse and hyperbolic functions, ``hypot`` and ``logaddexp`` built on them.
