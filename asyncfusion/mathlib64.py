@@ -151,7 +151,12 @@ fn af_neg_f64(x: f64) -> bool {{ return bitcast<i64>(x) < 0li; }}
   return p * af_pow2_f64(k1) * af_pow2_f64(ki - k1);
 }}
 """,
-    "af_exp": "fn af_exp_f64(x: f64) -> f64 { return af_exp_dd_f64(x, 0.0lf); }\n",
+    "af_exp": f"""fn af_exp_f64(x: f64) -> f64 {{ return af_exp_dd_f64(x, 0.0lf); }}
+fn af_exp_half_f64(a: f64) -> f64 {{
+  let s = af_sum_f64(a, -{_LN2[0]});
+  return af_exp_dd_f64(s.x, s.y - {_LN2[1]});
+}}
+""",
     "af_expm1": f"""fn af_expm1_f64(x: f64) -> f64 {{
   if (x == 0.0lf) {{ return x; }}
   if (!(x <= 709.0lf)) {{ return af_exp_f64(x); }}
@@ -360,27 +365,24 @@ fn af_dddiv_f64(n: vec2<f64>, d: vec2<f64>) -> f64 {{
   return select(t, -t, af_neg_f64(x));
 }}
 """,
+    # Past 22, sinh = cosh = e^a / 2 = exp(a - ln 2), a - ln 2 as a double-double.
     "af_sinh": f"""fn af_sinh_f64(x: f64) -> f64 {{
   let a = abs(x);
-  var s: f64;
-  if (a < 709.0lf) {{
+  var s = af_exp_half_f64(a);
+  if (!(a > 22.0lf)) {{
     let e = af_expm1_f64(a);
     s = 0.5lf * (e + e / (e + 1.0lf));
-  }} else {{
-    let e = af_exp_f64(0.5lf * a);
-    s = (0.5lf * e) * e;
   }}
   return select(s, -s, af_neg_f64(x));
 }}
 """,
     "af_cosh": """fn af_cosh_f64(x: f64) -> f64 {
   let a = abs(x);
-  if (a < 709.0lf) {
+  if (!(a > 22.0lf)) {
     let e = af_exp_f64(a);
     return 0.5lf * e + 0.5lf / e;
   }
-  let e = af_exp_f64(0.5lf * a);
-  return (0.5lf * e) * e;
+  return af_exp_half_f64(a);
 }
 """,
     "af_tanh": """fn af_tanh_f64(x: f64) -> f64 {
@@ -417,8 +419,9 @@ fn af_dddiv_f64(n: vec2<f64>, d: vec2<f64>) -> f64 {{
 }}
 """,
     # atan: |x| reduced to |t| <= 7/16 around 0, 1/2, 1, 3/2 or infinity (atan of each as a
-    # double-double), then its Taylor series to t^47.
-    "af_atan": f"""fn af_atan_f64(x: f64) -> f64 {{
+    # double-double), then its Taylor series to t^47. (A key of its own: float32's asin and
+    # acos do not call atan.)
+    "af_atan_core": f"""fn af_atan_f64(x: f64) -> f64 {{
   if (af_isnan_f64(x)) {{ return x; }}
   let a = abs(x);
   var base = vec2<f64>(0.0lf, 0.0lf);
@@ -538,7 +541,7 @@ NEEDS64: dict[str, tuple[str, ...]] = {
     "af_sin": ("af_trig",), "af_cos": ("af_trig",), "af_tan": ("af_trig",),
     "af_sinh": ("af_expm1",), "af_cosh": ("af_exp",),
     "af_tanh": ("af_expm1",), "af_asinh": ("af_log1p",), "af_acosh": ("af_log1p",),
-    "af_atanh": ("af_log1p",), "af_atan2": ("af_atan",), "af_asin": ("af_atan",),
-    "af_acos": ("af_atan",), "af_hypot": ("af_dd",), "af_logaddexp": ("af_log1p", "af_exp"),
-    "af_atan": ("af_dd",),
+    "af_atanh": ("af_log1p",), "af_atan2": ("af_atan_core",), "af_asin": ("af_atan_core",),
+    "af_acos": ("af_atan_core",), "af_hypot": ("af_dd",), "af_logaddexp": ("af_log1p", "af_exp"),
+    "af_atan": ("af_atan_core",), "af_atan_core": ("af_dd",),
 }

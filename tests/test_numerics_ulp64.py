@@ -31,7 +31,7 @@ UNARY = {
     "acosh": (np.arccosh, 2, (1, 3)), "atanh": (np.arctanh, 2, (-1, 1)),
 }
 BINARY = {"pow": (np.power, 1), "atan2": (np.arctan2, 2), "hypot": (np.hypot, 1),
-          "logaddexp": (np.logaddexp, 1)}
+          "logaddexp": (np.logaddexp, 2)}
 # as in the float32 table: logaddexp near a result of 0 cancels, so it is measured in ulps
 # of max(|x|, |y|, |result|)
 IN_ULPS_OF_OPERANDS = {"logaddexp"}
