@@ -25,7 +25,7 @@ import numpy as np
 
 from .dtype import DType
 from .mathlib64 import MATH64, NEEDS64
-from .primitives import (HELPERS, HELPERS_WIDE, Primitive, Rule, Ty, _fn, _lanes, _same, _unary,
+from .primitives import (HELPERS, HELPERS_F64, Primitive, Rule, Ty, _fn, _lanes, _same, _unary,
                          register)
 
 __all__ = ["MATH_PRIMITIVES"]
@@ -397,8 +397,7 @@ _NEEDS = {
 
 for _name, (_text, _arity) in _MATH.items():
     HELPERS[_name] = _text + (_lanes(_name, "f32", _arity) if _arity else "")
-for _name, _text in MATH64.items():  # float64 versions, emitted into 64-bit kernels only
-    HELPERS_WIDE[_name] = HELPERS_WIDE.get(_name, "") + _text
+HELPERS_F64.update(MATH64)  # the float64 versions
 
 
 def _helpers(helper: str) -> tuple[str, ...]:

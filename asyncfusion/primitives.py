@@ -17,7 +17,8 @@ import numpy as np
 from .dtype import DType
 
 __all__ = ["Ty", "Primitive", "PRIMITIVES", "Reduction", "REDUCTIONS", "register",
-           "WGSL_TYPE", "STORAGE_TYPE", "isnan", "convert", "HELPERS", "HELPERS_WIDE", "WIDE"]
+           "WGSL_TYPE", "STORAGE_TYPE", "isnan", "convert", "HELPERS", "HELPERS_WIDE", "HELPERS_F64",
+           "WIDE"]
 
 WGSL_TYPE = {DType.float16: "f16", DType.float32: "f32", DType.float64: "f64",
              DType.int64: "i64", DType.int32: "i32", DType.uint32: "u32",
@@ -340,6 +341,11 @@ fn af_rem_i64(a: i64, b: i64) -> i64 {
 }
 """,
 }
+
+
+# float64-only helpers (``mathlib64``'s math), emitted only into kernels that compute in
+# float64: an int64 kernel must not name f64, which an adapter may lack.
+HELPERS_F64: dict[str, str] = {}
 
 
 def _np_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
