@@ -1,5 +1,5 @@
 """Accurate float32 math in WGSL, and the registry entries of the Array API's element-wise
-functions that use it.
+functions that use it (``mathlib64`` holds their float64 versions).
 
 WGSL's builtins are only loosely specified (``sin``/``cos`` to 2^-11 absolute on
 [-pi, pi]; ``atan`` to 4096 ulp; ``asinh`` and friends through ``log(x + sqrt(...))``,
@@ -24,7 +24,9 @@ from collections.abc import Callable
 import numpy as np
 
 from .dtype import DType
-from .primitives import HELPERS, Primitive, Rule, Ty, _fn, _lanes, _same, _unary, register
+from .mathlib64 import MATH64, NEEDS64
+from .primitives import (HELPERS, HELPERS_F64, Primitive, Rule, Ty, _fn, _lanes, _same, _unary,
+                         register)
 
 __all__ = ["MATH_PRIMITIVES"]
 
@@ -395,11 +397,20 @@ _NEEDS = {
 
 for _name, (_text, _arity) in _MATH.items():
     HELPERS[_name] = _text + (_lanes(_name, "f32", _arity) if _arity else "")
+HELPERS_F64.update(MATH64)  # the float64 versions
+
+
+def _helpers(helper: str) -> tuple[str, ...]:
+    """``helper`` and every helper it calls, in float32 or float64."""
+    found = [helper]
+    for h in found:
+        found += [n for n in _NEEDS.get(h, ()) + NEEDS64.get(h, ()) if n not in found]
+    return tuple(found)
 
 
 def _math(name: str) -> tuple[Rule, tuple[str, ...]]:
     helper = f"af_{name}"
-    return _fn(helper), (helper,) + _NEEDS.get(helper, ())
+    return _fn(helper), _helpers(helper)
 
 
 def _float(name: str, title: str, numpy: Callable[..., np.ndarray], arity: int = 1,

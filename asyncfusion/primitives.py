@@ -17,8 +17,8 @@ import numpy as np
 from .dtype import DType
 
 __all__ = ["Ty", "Primitive", "PRIMITIVES", "Reduction", "REDUCTIONS", "register",
-           "WGSL_TYPE", "STORAGE_TYPE", "isnan", "convert", "HELPERS", "HELPERS_WIDE", "WIDE",
-           "WIDE_INT"]
+           "WGSL_TYPE", "STORAGE_TYPE", "isnan", "convert", "HELPERS", "HELPERS_WIDE", "HELPERS_F64",
+           "WIDE"]
 
 # int16/uint16 live in i32/u32 lanes (WGSL has no 16-bit integers): sign- or
 # zero-extended in storage and registers, wrapped to 16 bits after every op (convert)
@@ -80,16 +80,17 @@ class Primitive:
 
 
 PRIMITIVES: dict[str, Primitive] = {}
-# The primitives that run in float64 and int64: those written with WGSL operators and
-# the builtins that take 64-bit types (WGSL's exp, log, pow and trigonometric builtins
-# take 16/32-bit floats only; the accurate math helpers are written for float32).
+# The primitives that run in float64 and int64: those written with WGSL operators, the
+# builtins that take 64-bit types, and the math functions ``mathlib64`` writes out in
+# float64 (WGSL's exp, log, pow and trigonometric builtins take 16/32-bit floats only).
 WIDE = frozenset((
     "add", "sub", "mul", "div", "reciprocal", "sqrt", "rsqrt", "minimum", "maximum", "neg",
     "abs", "square", "relu", "sign", "floor", "ceil", "round", "trunc", "positive",
     "signbit", "isnan", "isinf", "isfinite", "eq", "ne", "lt", "le", "gt", "ge", "where",
     "cast", "copy", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_invert",
-    "bitwise_left_shift", "bitwise_right_shift", "floor_divide", "remainder"))
-WIDE_INT = frozenset(("pow",))  # and these for int64 only (float64 pow needs exp and log)
+    "bitwise_left_shift", "bitwise_right_shift", "floor_divide", "remainder", "pow",
+    "exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "asin", "acos",
+    "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "hypot", "logaddexp"))
 
 
 def register(p: Primitive) -> Primitive:
@@ -357,6 +358,11 @@ fn af_rem_u64(a: u64, b: u64) -> u64 { return select(a % b, 0lu, b == 0lu); }
 }
 
 
+# float64-only helpers (``mathlib64``'s math), emitted only into kernels that compute in
+# float64: an int64 kernel must not name f64, which an adapter may lack.
+HELPERS_F64: dict[str, str] = {}
+
+
 def _np_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """numpy's power for floats; for integers exact wrapping powers by squaring, with a
     negative exponent giving 0 (or +-1 for a base of +-1), as the WGSL kernels do."""
@@ -402,7 +408,9 @@ for _p in [
     Primitive("add", 2, "numeric", "Add", np.add, _ieee("+", "0x80000000u"), "+"),
     Primitive("sub", 2, "numeric", "Sub", np.subtract, _ieee("-", "0u"), "-"),
     Primitive("mul", 2, "numeric", "Mul", np.multiply, lambda a, ty: f"({a[0]} * {a[1]})", "*"),
-    Primitive("pow", 2, "numeric", "Powf", _np_pow, _fn("af_pow"), "**", ("af_pow",)),
+    # float64 pow calls mathlib64's exp and log cores (helpers that exist in float64 only)
+    Primitive("pow", 2, "numeric", "Powf", _np_pow, _fn("af_pow"), "**",
+              ("af_pow", "af_exp_dd", "af_log_dd", "af_dd")),
     Primitive("floor_divide", 2, "numeric", "FloorDiv", _np_int_zero(np.floor_divide),
               _fn("af_floordiv"), "//", ("af_floordiv",)),
     Primitive("remainder", 2, "numeric", "Remainder", _np_int_zero(np.remainder),

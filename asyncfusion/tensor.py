@@ -18,7 +18,7 @@ from .dtype import NEEDS, DType, as_dtype, check_held, int_range, promote
 from .errors import (AxisError, BlockingCallError, DeviceMismatchError, DTypeError, LimitError,
                      ShapeError)
 from .ir import CatOp, ElementwiseOp, Layout, ScalarIr, TensorIr, TensorStatus, numel
-from .primitives import PRIMITIVES, WIDE, WIDE_INT
+from .primitives import PRIMITIVES, WIDE
 
 __all__ = ["Tensor", "elementwise", "where", "minimum", "maximum", "cat", "concat"]
 
@@ -444,12 +444,11 @@ def _compute_dtype(op: str, rule: str, dtypes: list[DType], what: str) -> tuple[
     if common.lane is not common and rule != "logical":
         compute, out = _compute_dtype(op, rule, [common.lane], what)
         return compute, (common if out is common.lane else out)
-    if common.itemsize == 8 and op not in WIDE and not (
-            common.is_int and (rule == "float" or op in WIDE_INT)):
+    if common.itemsize == 8 and op not in WIDE and not (common.is_int and rule == "float"):
         instead = NEEDS[common][1].label
-        raise DTypeError(f"{what} is not available for {common.label} (WGSL's exp, log, pow "
-                         "and trigonometric builtins take 16/32-bit floats only); cast with "
-                         f".astype(asyncfusion.{instead}) first")
+        raise DTypeError(f"{what} is not available for {common.label} (WGSL's builtins take "
+                         "16/32-bit floats only, and asyncfusion writes no 64-bit version of "
+                         f"it); cast with .astype(asyncfusion.{instead}) first")
     if rule == "numeric":
         if common is DType.bool:
             raise DTypeError(f"{what} is not defined for bool tensors; cast with "

@@ -17,8 +17,8 @@ import numpy as np
 
 from ...dtype import DType
 from ...kernel import Arg, Kernel, LaunchArgs, Level
-from ...primitives import (HELPERS, HELPERS_WIDE, PRIMITIVES, REDUCTIONS, STORAGE_TYPE, WGSL_TYPE,
-                           Ty, convert, isnan)
+from ...primitives import (HELPERS, HELPERS_F64, HELPERS_WIDE, PRIMITIVES, REDUCTIONS,
+                           STORAGE_TYPE, WGSL_TYPE, Ty, convert, isnan)
 
 __all__ = ["render", "enables", "param_words", "param", "HEAD_WORDS", "INNER_STEPS"]
 
@@ -100,11 +100,14 @@ class _Writer:
                       f"array<{t}>;", 0)
             binding += 1
         helpers = {h for i in k.body for h in PRIMITIVES[i.op].helpers}
-        for h in sorted(helpers):
+        for h in sorted(helpers & HELPERS.keys()):  # the rest exist in 64 bits only
             self.lines.append(HELPERS[h].rstrip())
         wide = {h for i in k.body if i.compute.itemsize == 8 for h in PRIMITIVES[i.op].helpers}
         for h in sorted(wide & HELPERS_WIDE.keys()):
             self.lines.append(HELPERS_WIDE[h].rstrip())
+        f64 = {h for i in k.body if i.compute is DType.float64 for h in PRIMITIVES[i.op].helpers}
+        for h in sorted(f64 & HELPERS_F64.keys()):
+            self.lines.append(HELPERS_F64[h].rstrip())
 
     # -- values --------------------------------------------------------------------------
     def dtype_of(self, a: Arg) -> DType:
