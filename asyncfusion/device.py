@@ -113,7 +113,8 @@ class Device:
             reads_in_flight=len(server.inbox) + m.running, queued_ops=queued_ops,
             streams=n_streams, admitted=adm.admitted, rejected=adm.rejected,
             admitted_now=adm.active, max_pending=adm.limit,
-            launches=self.counters.launches, submissions=self.counters.submissions)
+            launches=self.counters.launches, submissions=self.counters.submissions,
+            batched_instances=self.counters.batched_instances)
 
     def admit(self, timeout: float = 0.0) -> contextlib.AbstractAsyncContextManager[None]:
         """Back pressure: ``async with dev.admit():`` around a request's device work.
