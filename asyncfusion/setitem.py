@@ -26,7 +26,7 @@ from typing import Any
 from .creation import arange, full
 from .dtype import DType
 from .errors import DeviceMismatchError, DTypeError, IndexingError, ShapeError
-from .indexing import take
+from .indexing import take, take_along_axis
 from .ir import IndexItem, numel
 from .namespace import can_cast
 from .tensor import Tensor, _float_scalar, _scalar_dtype, broadcast_shapes, elementwise, where
@@ -140,10 +140,11 @@ def _axes(items: tuple[IndexItem, ...], ndim: int) -> list[IndexItem]:
 
 
 def _position(n: int, d: int, t: Tensor) -> Tensor:
-    """``arange(n)`` laid along axis ``d`` of a tensor of ``t``'s rank."""
+    """``arange(n)`` along axis ``d`` of ``t``'s shape (a view: every op of the assignment
+    then has ``t``'s shape, and the fuser runs them all in one kernel)."""
     shape = [1] * t.ndim
     shape[d] = n
-    return arange(n, device=t.device).reshape(tuple(shape))
+    return broadcast_to(arange(n, device=t.device).reshape(tuple(shape)), t.shape)
 
 
 def _selection(item: IndexItem, t: Tensor, d: int) -> tuple[Tensor | bool, Tensor | None]:
@@ -189,7 +190,7 @@ def _gather(value: Tensor, places: list[Tensor], items: tuple[IndexItem, ...],
             flat = term if flat is None else term + flat
         stride *= size
     assert flat is not None  # more than one element: some axis has more than one
-    return take(value.reshape(-1), flat, 0)
+    return take_along_axis(value.reshape((1,) * (flat.ndim - 1) + (-1,)), flat, -1)
 
 
 def _filled(t: Tensor, value: Any) -> Tensor:
