@@ -71,7 +71,7 @@ def assigned(t: Tensor, key: Any, value: Any) -> Tensor:
     places: list[Tensor] = []
     for d, item in enumerate(axes):
         selected, place = _selection(item, t, d)
-        if selected is not True:
+        if type(selected) is Tensor:
             mask = selected if mask is None else mask & selected
         if place is not None:
             places.append(place)
@@ -87,7 +87,8 @@ def _check_fits(shape: tuple[int, ...], region: tuple[int, ...]) -> None:
     allowed, as numpy)."""
     while len(shape) > len(region) and shape[0] == 1:
         shape = shape[1:]
-    if len(shape) > len(region) or broadcast_shapes(shape, region, "t[key] = value") != region:
+    if len(shape) > len(region) or any(
+            v not in (1, r) for v, r in zip(reversed(shape), reversed(region), strict=False)):
         raise ShapeError(f"t[key] = value: a value of shape {shape} does not broadcast to "
                          f"the selected region's shape {region}")
 
