@@ -245,7 +245,7 @@ def _array_index(part: Any, x: Tensor, d: int) -> _Index:
             + ("; boolean masks do not index (the result's shape would depend on the data): "
                "use where(), or nonzero() and then index" if part.dtype is DType.bool else ""))
     n = x.shape[d]
-    if part.dtype.itemsize == 8:  # into int32's range first
+    if part.dtype.itemsize == 8 or part.dtype is DType.uint32:  # into int32's range first
         part = elementwise("minimum", part, n - 1)
         if not part.dtype.is_unsigned:
             part = elementwise("maximum", part, -n)

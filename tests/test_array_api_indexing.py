@@ -56,6 +56,8 @@ async def test_out_of_range_indices_are_clamped_like_take(ref):
     t = af.tensor(A, device=ref)
     i = af.tensor(np.int64([9, -9, 2**40]), dtype=af.int64, device=ref)
     np.testing.assert_array_equal(await t[i, 0].to_data(), A[[3, 0, 3], 0])
+    u = af.tensor(np.uint32([2**32 - 1, 2**31, 1]), dtype=af.uint32, device=ref)
+    np.testing.assert_array_equal(await t[u, 0].to_data(), A[[3, 3, 1], 0])
 
 
 def test_integer_array_index_errors():
