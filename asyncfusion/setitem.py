@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .creation import arange, full
 from .dtype import DType
 from .errors import DeviceMismatchError, DTypeError, IndexingError, ShapeError
@@ -107,6 +109,8 @@ def _value(t: Tensor, value: Any) -> Any:
                              f"{t.dtype.label} tensor without changing kind or losing range; "
                              f"cast it with .astype(asyncfusion.{t.dtype.label}) first")
         return value if value.dtype is t.dtype else value.astype(t.dtype)
+    if isinstance(value, np.generic):
+        value = value.item()  # a numpy scalar counts as the Python scalar it holds
     if isinstance(value, bool) != (t.dtype is DType.bool) or not isinstance(
             value, (bool, int, float)) or (isinstance(value, float) and not t.dtype.is_float):
         raise DTypeError(f"{what}: a {type(value).__name__} value ({value!r}) cannot be "
