@@ -58,19 +58,33 @@ def programs(draw):
     return shape, key, None if scalar else tuple(dims[draw(st.integers(0, len(dims))):])
 
 
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(program=programs(), dtype=st.sampled_from([af.float32, af.int32]))
-async def test_random_assignments_match_numpy(program, dtype, ref):
+async def _check_program(program, dtype, device):
     shape, key, vshape = program
     base = np.arange(np.prod(shape), dtype=dtype.np).reshape(shape)
     value = -7 if vshape is None else (100 + np.arange(np.prod(vshape))).astype(
         dtype.np).reshape(vshape)
     expected = base.copy()
     expected[key] = value
-    t = af.tensor(base, device=ref)
-    t[key] = value if vshape is None else af.tensor(value, device=ref)
+    t = af.tensor(base, device=device)
+    t[key] = value if vshape is None else af.tensor(value, device=device)
     np.testing.assert_array_equal(await t.to_data(), expected)
+
+
+SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                      HealthCheck.function_scoped_fixture])
+DTYPES = st.sampled_from([af.float32, af.int32])
+
+
+@settings(max_examples=25, **SETTINGS)
+@given(program=programs(), dtype=DTYPES)
+async def test_random_assignments_match_numpy(program, dtype, ref):
+    await _check_program(program, dtype, ref)
+
+
+@settings(max_examples=10, **SETTINGS)
+@given(program=programs(), dtype=DTYPES)
+async def test_random_assignments_fused_match_numpy(program, dtype, dev):
+    await _check_program(program, dtype, dev)
 
 
 async def test_scalar_assignments_fuse_into_one_launch(dev):
