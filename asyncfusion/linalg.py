@@ -24,7 +24,7 @@ from .ir import MatmulOp
 from .reductions import reduce
 from .tensor import Tensor, _check_size, broadcast_shapes, normalize_axis
 
-__all__ = ["matmul", "tensordot"]
+__all__ = ["matmul", "tensordot", "matrix_transpose", "vecdot"]
 
 
 def matmul(a: Any, b: Any) -> Tensor:
@@ -127,3 +127,14 @@ def tensordot(x1: Tensor, x2: Tensor, /, *,
     left = x1.permute(*free1, *a1).reshape(math.prod(rows), math.prod(inner))
     right = x2.permute(*a2, *free2).reshape(math.prod(inner), math.prod(cols))
     return matmul(left, right).reshape(tuple(rows + cols))
+
+
+def matrix_transpose(x: Tensor, /) -> Tensor:
+    """Swap the last two axes (a view): the Array API's ``matrix_transpose``, also in
+    ``asyncfusion.linalg``."""
+    if type(x) is not Tensor:
+        raise TypeError(f"matrix_transpose needs an asyncfusion Tensor, not {type(x).__name__}")
+    return x.mT
+
+
+from .manipulation import vecdot  # noqa: E402 - the linalg extension names it too

@@ -360,6 +360,46 @@ class Tensor:
     def __getitem__(self, key: Any) -> Tensor:
         return _views.index(self, key)
 
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """``t[key] = value``: this tensor takes a new value (a new id) in which the
+        elements ``key`` selects are ``value`` (cast to this dtype); tensors that were
+        views of it, or that it was a view of, keep their values (copy on write)."""
+        from .setitem import assign
+        assign(self, key, value)
+
+    def to_device(self, device: Any, /, *, stream: Any = None) -> Tensor:
+        """This tensor on ``device``: itself when it is already there. Moving between
+        devices needs a read: ``af.tensor(await t.to_data(), device=other)``."""
+        from .device import as_device
+        if stream is not None:
+            raise ValueError("to_device: stream= is not supported (asyncfusion orders work "
+                             "by its own streams); leave it None")
+        if as_device(device) is self.device:
+            return self
+        raise DeviceMismatchError(
+            f"to_device: t{self.id} lives on {self.device!r}; moving it to {device!r} needs "
+            "its values on the host first: 'af.tensor(await t.to_data(), device=other)'")
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """The DLPack device type of this tensor's device: CPU (1) for the numpy backend,
+        Vulkan (7) or Metal (8) for wgpu on those APIs, else ext_dev (12)."""
+        dev = self.device.backend
+        if dev.name == "numpy":
+            return (1, 0)
+        api = getattr(dev, "rt", None)
+        backend_type = api.adapter_info.get("backend_type", "") if api is not None else ""
+        return ({"Vulkan": 7, "Metal": 8}.get(str(backend_type), 12), 0)
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None,
+                   dl_device: Any = None, copy: bool | None = None) -> Any:
+        """Refused: a lazy tensor's memory cannot be handed out synchronously (it may not
+        be computed yet, and a wgpu buffer is not addressable by other libraries)."""
+        raise BufferError(
+            f"t{self.id} is a lazy asyncfusion tensor: its memory cannot be exported through "
+            "DLPack without waiting for the device; read it first "
+            "('np.from_dlpack(await t.to_data())', or t.numpy() outside an event loop), or "
+            "use 'async with af.resolve(t) as buf:' for its wgpu buffer")
+
     def sum(self, axis: Any = None, keepdims: bool = False) -> Tensor:
         return _red.reduce("sum", self, axis, keepdims)
 
