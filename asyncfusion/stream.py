@@ -53,11 +53,17 @@ def _trio_task() -> Any:
         return None
 
 
+_running_loop = asyncio._get_running_loop
+_tasks_by_loop = getattr(asyncio.tasks, "_current_tasks", None)  # asyncio.current_task's
+_current_task = (_tasks_by_loop.get if isinstance(_tasks_by_loop, dict)  # table, read
+                 else asyncio.current_task)  # without its Python-level call where it exists
+
+
 def current_stream() -> tuple[Hashable, Any]:
     """(stream key, owner) of the caller: its asyncio or trio task, else its thread."""
-    loop = asyncio._get_running_loop()
+    loop = _running_loop()
     if loop is not None:
-        task = asyncio.current_task(loop)
+        task = _current_task(loop)
         if task is not None:
             return ("task", id(task)), task
     task = _trio_task()
