@@ -36,6 +36,7 @@ from .ir import DropOp, OperationIr, TensorIr, TensorStatus
 __all__ = ["StreamId", "StreamQueue", "Streams", "current_stream"]
 
 _RECLAIM_AT = 64  # reclaim ended streams once this many queues exist (then twice the rest)
+_NO_PRODUCER = (None,)
 
 
 def _trio_task() -> Any:
@@ -170,11 +171,13 @@ class Streams:
     def _apply_drops(self) -> None:
         drops = self.drops
         self.epoch += 1
+        producer, pending = self.producer, self.pending_uses
         while drops:
             tid = drops.popleft()
-            if tid in self.producer:
+            prod = producer.get(tid)
+            if prod is not None:
                 self.dropped.add(tid)
-            n = self.pending_uses.get(tid, 0)
+            n = pending.get(tid, 0)
             if n:
                 q = self.use_queue[tid]
                 if q.uses.get(tid, 0) == n:
@@ -183,7 +186,6 @@ class Streams:
                 else:
                     self.deferred.add(tid)
                 continue
-            prod = self.producer.get(tid)
             if prod is not None:
                 prod[0].ops.append(DropOp(prod[2]))
             else:
@@ -207,12 +209,15 @@ class Streams:
             del q.ops[:k]
             q.base += k
             frees: list[int] = []
-            pending, uses = self.pending_uses, q.uses
+            pending, uses, last = self.pending_uses, q.uses, q.last
+            producer, dropped, use_queue, deferred = (
+                self.producer, self.dropped, self.use_queue, self.deferred)
             for op in ops:
                 for t in op.outputs():
-                    if self.producer.get(t.id, (None,))[0] is q:
-                        del self.producer[t.id]
-                        self.dropped.discard(t.id)
+                    tid = t.id
+                    if producer.get(tid, _NO_PRODUCER)[0] is q:
+                        del producer[tid]
+                        dropped.discard(tid)
                 if type(op) is DropOp:
                     continue
                 for t in op.inputs():
@@ -222,16 +227,16 @@ class Streams:
                         pending[tid] = left
                     else:
                         del pending[tid]
-                        self.use_queue.pop(tid, None)
-                        if tid in self.deferred:
-                            self.deferred.discard(tid)
+                        use_queue.pop(tid, None)
+                        if tid in deferred:
+                            deferred.discard(tid)
                             frees.append(tid)
                     u = uses[tid] - 1
                     if u:
                         uses[tid] = u
                     else:
                         del uses[tid]
-                        q.last.pop(tid, None)
+                        last.pop(tid, None)
             if not q.ops:
                 del self.queues[key]
             return ops, frees
