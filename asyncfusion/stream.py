@@ -55,9 +55,10 @@ def _trio_task() -> Any:
 
 
 _running_loop = asyncio._get_running_loop
-_tasks_by_loop = getattr(asyncio.tasks, "_current_tasks", None)  # asyncio.current_task's
-_current_task = (_tasks_by_loop.get if isinstance(_tasks_by_loop, dict)  # table, read
-                 else asyncio.current_task)  # without its Python-level call where it exists
+# Python 3.11's asyncio.current_task is a Python function over this table (loop -> task);
+# from 3.12 on it is C (and the table may no longer be what it reads).
+_current_task: Any = (getattr(asyncio.tasks, "_current_tasks").get
+                      if sys.version_info < (3, 12) else asyncio.current_task)
 
 
 def current_stream() -> tuple[Hashable, Any]:
