@@ -22,6 +22,7 @@ requests of that many tasks, so that they share one launch per kernel).
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import time
 import weakref
@@ -153,6 +154,7 @@ def _af_app(host: dict[str, np.ndarray], lag: LagMonitor, served: list[int],
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with svc.lifespan(app), anyio.create_task_group() as tg:
             tg.start_soon(lag.run)
+            gc.freeze()  # what startup made lives on: keep it out of every full collection
             yield
             tg.cancel_scope.cancel()
 
@@ -214,6 +216,7 @@ def _thread_app(variant: str, host: dict[str, np.ndarray], lag: LagMonitor,
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         async with anyio.create_task_group() as tg:
             tg.start_soon(lag.run)
+            gc.freeze()  # as the asyncfusion variant does
             yield
             tg.cancel_scope.cancel()
 
