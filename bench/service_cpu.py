@@ -16,6 +16,9 @@ uvicorn runs the app. Per request it reports CPU time split by thread:
 
     python bench/service_cpu.py [--quick] [--requests 400] [--concurrency 1,8,32]
 
+The app runs with ``SERVICE_GC_FREEZE=1`` (startup objects frozen, as a deployment
+would) unless ``--no-gc-freeze``.
+
 Writes bench/results/service_cpu-<host-tag>.json.
 """
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import sys
 import threading
 import time
@@ -173,10 +177,14 @@ def main() -> None:
     ap.add_argument("--concurrency", default="1,8,32")
     ap.add_argument("--rows", type=int, default=4096)
     ap.add_argument("--variants", default="af,numpy")
+    ap.add_argument("--no-gc-freeze", action="store_true",
+                    help="leave SERVICE_GC_FREEZE unset (the app then skips gc.freeze())")
     ap.add_argument("--profile", default=None,
                     help="cProfile each measurement into PREFIX.<variant>.<path>.c<N>.prof")
     args = ap.parse_args()
     C.apply_common(args)
+    if not args.no_gc_freeze:
+        os.environ["SERVICE_GC_FREEZE"] = "1"
     if args.quick:
         args.requests = 120
     concs = [int(c) for c in args.concurrency.split(",")]
@@ -193,7 +201,8 @@ def main() -> None:
                   title="CPU per request"))
     tag = C.host_tag(info)
     path = C.write_json(NAME, tag, {"meta": C.meta(info, args, rows_n=args.rows,
-                                                   clock="time.process_time + per-thread"),
+                                                   clock="time.process_time + per-thread",
+                                                   gc_freeze=not args.no_gc_freeze),
                                     "rows": rows}, args.out)
     print(f"wrote {path}")
 
