@@ -520,11 +520,19 @@ def _compute_dtype(op: str, rule: str, dtypes: list[DType], what: str) -> tuple[
     return DType.bool, DType.bool
 
 
-def _resolve(op: str, args: tuple[Any, ...], dtype: DType | None) -> tuple[DType, DType]:
-    """(compute dtype, output dtype) of an element-wise call, or the error that explains it.
+def _resolve(op: str, args: tuple[Any, ...], dtype: DType | None
+             ) -> tuple[DType, DType, tuple[int, ...]]:
+    """(compute dtype, output dtype, positions of plain scalars) of an element-wise call,
+    or the error that explains it.
 
     Runs once per (op, operand types); the result is cached by :func:`elementwise`.
     """
+    compute, out = _dtypes(op, args, dtype)
+    return compute, out, _plain_scalars(args, compute)
+
+
+def _dtypes(op: str, args: tuple[Any, ...], dtype: DType | None) -> tuple[DType, DType]:
+    """(compute dtype, output dtype) of an element-wise call (see :func:`_resolve`)."""
     spec = PRIMITIVES[op]
     what = _what(op)
     if len(args) != spec.arity:
@@ -548,7 +556,7 @@ def _resolve(op: str, args: tuple[Any, ...], dtype: DType | None) -> tuple[DType
     return _compute_dtype(op, spec.rule, dts, what)
 
 
-_RESOLVED: dict[tuple[Any, ...], tuple[DType, DType]] = {}
+_RESOLVED: dict[tuple[Any, ...], tuple[DType, DType, tuple[int, ...]]] = {}
 _SCALAR_IR = {d: ScalarIr(d) for d in DType}
 _new_tensor = object.__new__
 
@@ -563,6 +571,7 @@ def elementwise(op: str, *args: Any, dtype: DType | None = None) -> Tensor:
     shape: tuple[int, ...] = ()
     kinds: list[Any] = [op, dtype]
     ids: list[int] = []
+    irs: list[Any] = []  # a scalar's slot holds its value until the scalars are sorted out
     for a in args:
         if type(a) is Tensor:
             if first is None:
@@ -575,8 +584,11 @@ def elementwise(op: str, *args: Any, dtype: DType | None = None) -> Tensor:
                 shape = broadcast_shapes(shape, a.shape, _what(op))
             kinds.append(a.dtype)
             ids.append(a.id)
+            r = a._ir
+            irs.append(r if r is not None else a.ir())
         elif isinstance(a, _SCALARS):
             kinds.append(type(a))
+            irs.append(a)
         else:
             raise TypeError(f"{_what(op)}: operands must be Tensors or Python "
                             f"scalars, not {type(a).__name__}; wrap arrays with "
@@ -592,11 +604,18 @@ def elementwise(op: str, *args: Any, dtype: DType | None = None) -> Tensor:
     resolved = _RESOLVED.get(key)
     if resolved is None:
         resolved = _RESOLVED[key] = _resolve(op, args, dtype)
-    compute, out_dtype = resolved
+    compute, out_dtype, plain = resolved
     device = first.device
+    scalars: tuple[Any, ...] = ()
     if len(ids) == len(args):
-        irs = tuple(a.ir() for a in args)
-        scalars: tuple[Any, ...] = ()
+        pass
+    elif plain:  # the scalars go in as they are: fill their slots with the placeholder
+        values = []
+        sir = _SCALAR_IR[compute]
+        for p in plain:
+            values.append(irs[p])
+            irs[p] = sir
+        scalars = tuple(values)
     else:
         irs, scalars = _with_scalars(op, args, compute)
     if shape is not first.shape and shape != first.shape:
@@ -605,12 +624,27 @@ def elementwise(op: str, *args: Any, dtype: DType | None = None) -> Tensor:
     out.id = tid = next(_ids)
     out.shape, out.dtype, out.device, out.layout, out._ir = shape, out_dtype, device, None, None
     out_ir = TensorIr(tid, shape, out_dtype, _NOT_INIT)
-    device.register(ElementwiseOp(op, irs, scalars, out_ir, compute), ids, out_ir)
+    device.register(ElementwiseOp(op, tuple(irs), scalars, out_ir, compute), ids, out_ir)
     return out
 
 
+def _plain_scalars(args: tuple[Any, ...], compute: DType) -> tuple[int, ...]:
+    """Positions of the scalars of a call whose scalars need no check and no rounding
+    (Python bools; Python floats computed in a float dtype, no float16 operand), or ()
+    when some scalar does (see :func:`_with_scalars`). Depends on types only."""
+    spots = tuple(i for i, a in enumerate(args) if type(a) is not Tensor)
+    for i in spots:
+        t = type(args[i])
+        if t is bool:
+            continue
+        if t is not float or compute not in (DType.float32, DType.float64) or (
+                compute is DType.float32 and _has_half(args)):
+            return ()
+    return spots
+
+
 def _with_scalars(op: str, args: tuple[Any, ...], compute: DType
-                  ) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+                  ) -> tuple[list[Any], tuple[Any, ...]]:
     irs: list[Any] = []
     scalars: list[Any] = []
     for a in args:
@@ -628,7 +662,7 @@ def _with_scalars(op: str, args: tuple[Any, ...], compute: DType
             value = _to_half(value)  # the scalar takes the float16 operand's dtype first
         irs.append(_SCALAR_IR[compute])
         scalars.append(value)
-    return tuple(irs), tuple(scalars)
+    return irs, tuple(scalars)
 
 
 def _narrowest(args: tuple[Any, ...], compute: DType) -> DType:
