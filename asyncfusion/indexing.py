@@ -44,9 +44,10 @@ _MAX_AXIS = 2**31 - 1  # kernels wrap and clamp indices in i32
 _MAX_SORT = 8192  # the rank sort (64-bit dtypes) does n * n work per row
 _RANK_SORT = 64  # rows up to this long sort by rank (one fused kernel, batched across
 # streams); longer ones of 32-bit dtypes go through the sorting network
-_SORT_TOPK = 1 << 16  # topk of rows this long: blocks sorted, then their candidates
-_PASSES_K = 16  # topk of more than this many (32-bit dtypes): through the network too
 _CHUNK = 1024  # two-stage topk: a chunk of a long axis gives k candidates
+_SORT_TOPK = 4 * _CHUNK  # topk of rows this long (32-bit dtypes): blocks sorted, then
+# their candidates (about 13 ops where the passes take 64)
+_PASSES_K = 16  # topk of more than this many (32-bit dtypes): through the network too
 
 
 def _indices(index: Any, like: Tensor, what: str) -> Tensor:
