@@ -35,7 +35,8 @@ from .creation import arange, full, tensor
 from .dtype import DType, int_range
 from .errors import DeviceMismatchError, DTypeError, IndexingError, LimitError, ShapeError
 from .ir import GatherOp
-from .tensor import Tensor, _check_size, broadcast_shapes, cat, normalize_axis, where
+from .tensor import (Tensor, _check_size, broadcast_shapes, cat, elementwise, normalize_axis,
+                     where)
 
 __all__ = ["take_along_axis", "gather", "take", "index_select", "stack", "one_hot", "topk",
            "sort", "argsort"]
@@ -58,12 +59,14 @@ def _indices(index: Any, like: Tensor, what: str) -> Tensor:
         raise DeviceMismatchError(f"{what}: the tensor and its indices live on two devices "
                                   f"({like.device!r} and {t.device!r}); create the "
                                   "indices on the tensor's device")
-    if t.dtype in (DType.uint32, DType.int16, DType.uint16):
-        t = t.astype(DType.int32)
-    if t.dtype is not DType.int32:
-        raise DTypeError(f"{what}: indices must be int32, got {t.dtype.label}; cast with "
-                         ".astype(asyncfusion.int32)")
-    return t
+    if not t.dtype.is_int:
+        raise DTypeError(f"{what}: indices must be integers (int32 is native), got "
+                         f"{t.dtype.label}; cast with .astype(asyncfusion.int32)")
+    if t.dtype.itemsize == 8:  # into int32's range first: out of range clamps either way
+        t = elementwise("minimum", t, _MAX_AXIS)
+        if not t.dtype.is_unsigned:
+            t = elementwise("maximum", t, -_MAX_AXIS)
+    return t if t.dtype is DType.int32 else t.astype(DType.int32)
 
 
 def take_along_axis(x: Tensor, index: Any, axis: int = -1) -> Tensor:

@@ -122,3 +122,12 @@ async def test_indexing_errors_at_the_call_site(dev):
         af.topk(x, 8)
     with pytest.raises(af.ShapeError, match="one shape"):
         af.stack([x, x.T])
+
+
+async def test_64_bit_indices_are_taken_and_clamped(dev, ref):
+    for device in (dev, ref):
+        x = af.tensor(X, device=device)
+        for dtype in (af.int64, af.uint64):
+            idx = af.tensor([[3, 2**40]] * 5, dtype=dtype, device=device)
+            got = await af.take_along_axis(x, idx, 1).to_data()
+            np.testing.assert_array_equal(got, X[:, [3, 6]])  # past the end: the last
