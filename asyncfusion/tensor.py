@@ -14,7 +14,7 @@ import numpy as np
 
 from ._debug import in_event_loop
 from .engine.memory import Poison
-from .dtype import NEEDS, DType, as_dtype, check_held, int_range, promote
+from .dtype import NEEDS, DType, as_dtype, check_held, check_promoted, int_range, promote
 from .errors import (AxisError, BlockingCallError, DeviceMismatchError, DTypeError, LimitError,
                      ShapeError)
 from .ir import CatOp, ElementwiseOp, Layout, ScalarIr, TensorIr, TensorStatus, numel
@@ -554,6 +554,8 @@ def elementwise(op: str, *args: Any, dtype: DType | None = None) -> Tensor:
         resolved = _RESOLVED[key] = _resolve(op, args, dtype)
     compute, out_dtype = resolved
     device = first.device
+    if out_dtype is DType.int64:  # int32 with uint32: held where the adapter has int64
+        check_promoted(out_dtype, device, _what(op))
     if len(ids) == len(args):
         irs = tuple(a.ir() for a in args)
         scalars: tuple[Any, ...] = ()

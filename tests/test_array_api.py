@@ -115,8 +115,11 @@ def test_dtype_queries_match_numpy():
         af.isdtype(af.int32, "integer")
     assert af.result_type(af.int32, 1.5) is af.float32
     assert af.result_type(af.uint32, af.uint32, 7) is af.uint32
-    with pytest.raises(af.DTypeError, match="int32 and uint32"):
-        af.result_type(af.int32, af.uint32)
+    assert af.result_type(af.int32, af.uint32) is af.int64  # the standard's table
+    assert af.result_type(af.uint32, af.int16, af.uint16) is af.int64
+    assert af.can_cast(af.uint32, af.int64) and not af.can_cast(af.int32, af.uint32)
+    with pytest.raises(af.DTypeError, match="int32 and uint64 have no common integer type"):
+        af.result_type(af.int32, af.uint64)
     assert af.can_cast(af.int32, af.int32) and not af.can_cast(af.int32, af.float32)
     assert not af.can_cast(af.bool_, af.int32)
 
