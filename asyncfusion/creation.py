@@ -95,12 +95,12 @@ def tensor(data: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
     return from_numpy_array(_convert(data, target, device, "tensor()"), device)
 
 
-def full(shape: Any, value: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
-    """A tensor of ``shape`` filled with ``value``."""
+def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
+    """A tensor of ``shape`` filled with ``fill_value``."""
     device = _device(device)
     shape = _shape(shape)
     dt = as_dtype(dtype) if dtype is not None else None
-    fill = _convert(value, dt, device, "full()")
+    fill = _convert(fill_value, dt, device, "full()")
     if fill.ndim:
         raise DataError(f"full(): the fill value must be a scalar, not shape {fill.shape}")
     _check_size(shape, device, "full()", as_dtype(fill.dtype))
@@ -193,9 +193,10 @@ def randn(shape: Any, *, seed: int | None = None, device: Any = None) -> Tensor:
 
 
 
-def full_like(x: Tensor, value: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
-    """A tensor of ``x``'s shape (and dtype and device, unless given) filled with ``value``."""
-    return full(x.shape, value, dtype if dtype is not None else x.dtype,
+def full_like(x: Tensor, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
+    """A tensor of ``x``'s shape (and dtype and device, unless given) filled with
+    ``fill_value``."""
+    return full(x.shape, fill_value, dtype if dtype is not None else x.dtype,
                 device=device if device is not None else x.device)
 
 
