@@ -18,8 +18,8 @@ from .nonzero import nonzero
 from .creation import (arange, empty, empty_like, eye, full, full_like, linspace, ones,
                        ones_like, rand, randn, tensor, zeros, zeros_like)
 from .device import Device, default_device, open_device, to_data
-from .dtype import (DType, bool_, float16, float32, float64, int16, int32, int64, uint16,
-                    uint32, uint64)
+from .dtype import (DType, NarrowingWarning, bool_, float16, float32, float64, int16, int32,
+                    int64, uint16, uint32, uint64)
 from .errors import (AsyncFusionError, AxisError, BlockingCallError, DataError,
                      DeviceClosedError, DeviceLostError, DeviceMismatchError, DTypeError,
                      ExecutionError, IndexingError, InputError, LimitError, NoAdapterError,
@@ -91,7 +91,7 @@ __all__ = [
     "BlockingCallError", "NoAdapterError",
     "tensordot", "searchsorted", "unique_all", "unique_counts", "unique_inverse",
     "unique_values", "UniqueAllResult", "UniqueCountsResult", "UniqueInverseResult",
-    "IntermediateKeptWarning",
+    "IntermediateKeptWarning", "NarrowingWarning",
 ]
 
 

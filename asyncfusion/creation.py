@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import math
 import operator
+import warnings
 from typing import Any
 
 import numpy as np
 
-from .dtype import DType, as_dtype, check_held, from_numpy, int_range
+from .dtype import NARROWED, DType, NarrowingWarning, as_dtype, check_held, from_numpy, int_range
 from .errors import DataError, ShapeError
 from .ir import InitOp, IotaOp
 from .tensor import Tensor, _check_size, check_dims
@@ -73,7 +74,26 @@ def _convert(data: Any, dtype: DType | None, device: Any, what: str) -> np.ndarr
                             "keep the data as float32 or replace them first")
         _check_fits(arr.min(), arr.max(), target, what)
     with np.errstate(all="ignore"):
-        return arr.astype(target.np)
+        out = arr.astype(target.np)
+    if dtype is None and arr.dtype in NARROWED and type(data) is np.ndarray:
+        _warn_narrowing(arr.dtype, target, what)
+    return out
+
+
+_WARNED: set[np.dtype] = set()  # the source dtypes already warned about in this process
+
+
+def _warn_narrowing(source: np.dtype, target: DType, what: str) -> None:
+    """Say once per process (per source dtype) that 64-bit numpy data was narrowed."""
+    if source in _WARNED:
+        return
+    _WARNED.add(source)
+    keep = "float64" if source.kind == "f" else source.name
+    warnings.warn(f"{what}: numpy {source.name} data becomes {target.label} (asyncfusion's "
+                  f"default, as JAX's); pass dtype=asyncfusion.{keep} to keep 64 bits (where "
+                  f"the adapter has them) or dtype=asyncfusion.{target.label} to narrow "
+                  "without this warning (shown once per process)", NarrowingWarning,
+                  stacklevel=4)
 
 
 def _check_fits(low: Any, high: Any, target: DType, what: str) -> None:
@@ -87,7 +107,8 @@ def tensor(data: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
     """A tensor holding ``data`` (nested lists, a scalar, or a numpy array).
 
     float64 data becomes float32 and int64 becomes int32 (values must fit) unless ``dtype``
-    says float64/int64 (where the adapter has them); complex,
+    says float64/int64 (where the adapter has them); numpy float64/int64/uint64 arrays
+    given without ``dtype`` warn once per process (:class:`NarrowingWarning`); complex,
     string and object data raise :class:`DTypeError` / :class:`DataError`.
     """
     device = _device(device)

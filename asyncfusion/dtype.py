@@ -21,7 +21,7 @@ from .errors import DTypeError
 
 __all__ = ["DType", "float16", "float32", "float64", "int16", "int32", "int64", "uint16",
            "uint32", "uint64", "bool_", "as_dtype", "promote", "check_held", "int_range",
-           "to_storage", "check_promoted"]
+           "to_storage", "check_promoted", "NarrowingWarning", "NARROWED"]
 
 
 class DType(enum.Enum):
@@ -109,6 +109,15 @@ _CONVERTIBLE = {
     np.dtype(np.uint8): DType.uint32,
     np.dtype(np.uint64): DType.uint32,
 }
+# The conversions that lose bits (warned about once per process, :class:`NarrowingWarning`).
+NARROWED = frozenset(np.dtype(t) for t in (np.float64, np.int64, np.uint64))
+
+
+class NarrowingWarning(UserWarning):
+    """numpy float64/int64/uint64 data given without ``dtype=`` was narrowed to
+    float32/int32/uint32 (shown once per process for each source dtype)."""
+
+
 _NAMES = {d.label: d for d in DType} | {"bool_": DType.bool, "f32": DType.float32,
                                         "f16": DType.float16, "half": DType.float16,
                                         "f64": DType.float64, "double": DType.float64,
