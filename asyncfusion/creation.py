@@ -157,7 +157,8 @@ def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any 
     arange); where the arange itself must exist (it is read, kept, or given to an op that
     does not fuse) one kernel writes it. Float ranges are computed in float32 (in float64
     for ``dtype=float64``): within a few ulps of numpy, which computes in float64 and
-    rounds; integer ranges are exact.
+    rounds; integer ranges are exact. Float bounds with an integer ``dtype`` give numpy's
+    truncated float64 values, made on the host and uploaded.
     """
     if stop is None:
         start, stop = 0, start
@@ -176,6 +177,9 @@ def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any 
     _check_size((n,), device, "arange()")
     target = as_dtype(dtype) if dtype is not None else DType.int32 if ints else DType.float32
     check_held(target, device, "arange()")
+    if target.is_int and not ints:  # numpy truncates its float64 values (float32 would
+        # round some across an integer): made on the host, as numpy makes them
+        return tensor(np.trunc(np.arange(start, stop, step)), target, device=device)
     if ints and target.is_int or target is DType.float64:
         compute = target
     else:
