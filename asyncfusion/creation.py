@@ -177,16 +177,16 @@ def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any 
     _check_size((n,), device, "arange()")
     target = as_dtype(dtype) if dtype is not None else DType.int32 if ints else DType.float32
     check_held(target, device, "arange()")
-    if target.is_int and not ints:  # numpy truncates its float64 values (float32 would
-        # round some across an integer): made on the host, as numpy makes them
-        return tensor(np.trunc(np.arange(start, stop, step)), target, device=device)
     if ints and target.is_int or target is DType.float64:
-        compute = target
+        compute = target.lane  # int16/uint16 count in their 32-bit lane, then wrap
     else:
         compute = DType.int32 if ints and not target.is_float else DType.float32
     last = start + (n - 1) * step
     for dt in (d for d in {target, compute} if d.is_int and n):
         _check_fits(min(start, last), max(start, last), dt, "arange()")
+    if target.is_int and not ints:  # numpy truncates its float64 values (float32 would
+        # round some across an integer): made on the host, as numpy makes them
+        return tensor(np.trunc(np.arange(start, stop, step)), target, device=device)
     if compute.is_int:
         bits = compute.bits
         start, step = (int(v) % 2**bits for v in (start, step))  # wraps as the kernel does
