@@ -27,7 +27,7 @@ from .errors import (AsyncFusionError, AxisError, BlockingCallError, DataError,
 from .indexing import (argsort, gather, index_select, one_hot, sort, stack, take,
                        take_along_axis, topk)
 from .interop import asarray, from_dlpack
-from .linalg import matmul, tensordot
+from .linalg import matmul, matrix_transpose, tensordot
 from .manipulation import (broadcast_arrays, broadcast_shapes, count_nonzero,
                            cumulative_prod, cumulative_sum, diff, expand_dims, isin, meshgrid,
                            moveaxis, permute_dims, repeat, reshape, roll, tile, tril, triu,
@@ -54,6 +54,8 @@ from .sets import (UniqueAllResult, UniqueCountsResult, UniqueInverseResult, uni
 from ._debug import IntermediateKeptWarning
 
 __version__ = "0.1.0"
+__array_api_version__ = "2024.12"
+bool = bool_  # noqa: A001 - the Array API's name of the bool dtype
 
 __all__ = [
     "Tensor", "Device", "DType", "StreamId",
@@ -91,7 +93,7 @@ __all__ = [
     "BlockingCallError", "NoAdapterError",
     "tensordot", "searchsorted", "unique_all", "unique_counts", "unique_inverse",
     "unique_values", "UniqueAllResult", "UniqueCountsResult", "UniqueInverseResult",
-    "IntermediateKeptWarning", "NarrowingWarning",
+    "IntermediateKeptWarning", "NarrowingWarning", "bool",
 ]
 
 
@@ -114,11 +116,6 @@ argmax = _method("argmax", "Index of the first maximum (one axis, or all flatten
 argmin = _method("argmin", "Index of the first minimum (one axis, or all flattened).")
 std = _method("std", "Standard deviation with ``correction`` (numpy's ddof).")
 transpose = _method("transpose", "Swap two axes (the last two by default).")
-
-
-def matrix_transpose(x: Tensor) -> Tensor:
-    """Swap the last two axes (a view)."""
-    return x.mT
 
 
 square = _method("square", "x * x.")

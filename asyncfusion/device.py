@@ -47,15 +47,18 @@ class Device:
                  max_storage_bindings: int | None = None, workgroup: int | None = None,
                  flush_threshold: int = 512, max_pending: int | None = None,
                  max_round: int | None = None, retry_after: float = 1.0,
-                 max_batch: int | None = None, max_wait_ms: float = 0.0) -> None:
+                 max_batch: int | None = None, max_wait_ms: float = 0.0,
+                 cache_bytes: int | None = None) -> None:
         _check_options(backend, fusion, max_storage_bindings, workgroup, flush_threshold)
+        _check_cache(cache_bytes)
         _check_serving(max_pending, max_round, retry_after, max_batch, max_wait_ms)
         self.counters = Counters()
         if backend == "wgpu":
             from .backends.wgpu.backend import WgpuBackend
 
             self.backend: Any = WgpuBackend(
-                self.counters, max_storage_bindings=max_storage_bindings, workgroup=workgroup)
+                self.counters, max_storage_bindings=max_storage_bindings, workgroup=workgroup,
+                cache_bytes=cache_bytes)
         elif backend == "numpy":
             self.backend = NumpyBackend()
         else:
@@ -113,7 +116,8 @@ class Device:
             reads_in_flight=len(server.inbox) + m.running, queued_ops=queued_ops,
             streams=n_streams, admitted=adm.admitted, rejected=adm.rejected,
             admitted_now=adm.active, max_pending=adm.limit,
-            launches=self.counters.launches, submissions=self.counters.submissions)
+            launches=self.counters.launches, submissions=self.counters.submissions,
+            batched_instances=self.counters.batched_instances)
 
     def admit(self, timeout: float = 0.0) -> contextlib.AbstractAsyncContextManager[None]:
         """Back pressure: ``async with dev.admit():`` around a request's device work.
@@ -288,6 +292,16 @@ def _check_options(backend: Any, fusion: Any, max_storage_bindings: Any, workgro
             raise ValueError(f"{name} must be at least {low}, not {value}")
 
 
+def _check_cache(cache_bytes: Any) -> None:
+    if cache_bytes is None:
+        return
+    if not isinstance(cache_bytes, int) or isinstance(cache_bytes, bool):
+        raise TypeError(f"cache_bytes must be an int (bytes) or None, not {cache_bytes!r}")
+    if cache_bytes < 0:
+        raise ValueError(f"cache_bytes must be 0 or more (0: free buffers at once), not "
+                         f"{cache_bytes}")
+
+
 def _check_serving(max_pending: Any, max_round: Any, retry_after: Any, max_batch: Any,
                    max_wait_ms: Any) -> None:
     for name, value in (("max_pending", max_pending), ("max_round", max_round),
@@ -347,8 +361,8 @@ async def open_device(backend: str = "wgpu", *, fusion: bool = True,
                       max_storage_bindings: int | None = None, workgroup: int | None = None,
                       flush_threshold: int = 512, max_pending: int | None = None,
                       max_round: int | None = None, retry_after: float = 1.0,
-                      max_batch: int | None = None, max_wait_ms: float = 0.0
-                      ) -> AsyncIterator[Device]:
+                      max_batch: int | None = None, max_wait_ms: float = 0.0,
+                      cache_bytes: int | None = None) -> AsyncIterator[Device]:
     """Open a device whose server runs in a task group of the calling event loop.
 
     :param backend: ``"wgpu"`` (WebGPU through wgpu-native) or ``"numpy"`` (the reference).
@@ -366,12 +380,18 @@ async def open_device(backend: str = "wgpu", *, fusion: bool = True,
         (0, the default: it starts at once). Under light load this trades up to that much
         latency for batching: requests that arrive a little apart share one launch, as in
         Triton's dynamic batcher or Ray Serve's ``@serve.batch``. Syncs never wait.
+    :param cache_bytes: how many bytes of freed buffers the caching allocator keeps for
+        reuse (None: the ``ASYNCFUSION_CACHE_BYTES`` environment variable, else 8 GiB on a
+        GPU and a quarter of the host's memory, at most 4 GiB, on a CPU adapter; WebGPU
+        does not report a device's memory). Past it, freed buffers are released; under
+        allocation pressure the cache is emptied and the allocation retried.
     """
     make = functools.partial(Device, backend, fusion=fusion,
                              max_storage_bindings=max_storage_bindings, workgroup=workgroup,
                              flush_threshold=flush_threshold, max_pending=max_pending,
                              max_round=max_round, retry_after=retry_after,
-                             max_batch=max_batch, max_wait_ms=max_wait_ms)
+                             max_batch=max_batch, max_wait_ms=max_wait_ms,
+                             cache_bytes=cache_bytes)
     dev = await anyio.to_thread.run_sync(make)  # adapter setup blocks for ~0.5 s
     body: BaseException | None = None
     try:

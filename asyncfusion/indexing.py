@@ -13,9 +13,10 @@ axis (as JAX does) — check indices on the host when they come from outside.
 long axis is never sorted: O(k n) work, in kernels that batch across streams. An axis of
 4096 or more goes in two stages, so that no pass is a reduction of one long row (one
 workgroup): the top ``k`` of each chunk of ``_CHUNK`` elements, all chunks at once, then
-the top ``k`` of those candidates. From ``_SORT_TOPK`` elements on (32-bit dtypes), the
-sorting network (:mod:`asyncfusion.sorting`) sorts every block of 2048 in one launch
-and then sorts only the blocks' first ``k``: a handful of launches, whatever ``k``.
+the top ``k`` of those candidates. From ``_SORT_TOPK`` elements on, or for more than
+``_PASSES_K`` of them (32-bit dtypes), the sorting network (:mod:`asyncfusion.sorting`)
+sorts every block of 2048 in one launch and then sorts only the blocks' first ``k``: a
+handful of launches, whatever ``k``.
 
 ``sort``/``argsort`` of a row up to ``_RANK_SORT`` long rank every element against every
 other of its row in one fused reduction (two launches plus a gather); longer rows of
@@ -43,8 +44,10 @@ _MAX_AXIS = 2**31 - 1  # kernels wrap and clamp indices in i32
 _MAX_SORT = 8192  # the rank sort (64-bit dtypes) does n * n work per row
 _RANK_SORT = 64  # rows up to this long sort by rank (one fused kernel, batched across
 # streams); longer ones of 32-bit dtypes go through the sorting network
-_SORT_TOPK = 1 << 16  # topk of rows this long: blocks sorted, then their candidates
 _CHUNK = 1024  # two-stage topk: a chunk of a long axis gives k candidates
+_SORT_TOPK = 4 * _CHUNK  # topk of rows this long (32-bit dtypes): blocks sorted, then
+# their candidates (about 13 ops where the passes take 64)
+_PASSES_K = 16  # topk of more than this many (32-bit dtypes): through the network too
 
 
 def _indices(index: Any, like: Tensor, what: str) -> Tensor:
@@ -151,7 +154,8 @@ def _along(n: int, ndim: int, ax: int, device: Any) -> Tensor:
 
 def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True) -> tuple[Tensor, Tensor]:
     """The ``k`` largest (``largest=False``: smallest) values along ``axis`` and their
-    indices, best first, ties by lower index. ``k`` fused argmax passes: no sort. NaN
+    indices, best first, ties by lower index. See the module for how (never a sort of a
+    long row for a small ``k``). NaN
     counts as the largest value; an axis that holds the masking value itself (``-inf``,
     or the int32 minimum; ``+inf``/maximum for ``largest=False``) may list a position
     twice once the other values are taken."""
@@ -170,7 +174,7 @@ def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True) -> tuple[Tenso
     else:
         lo, hi = int_range(x.dtype)
         mask = lo if largest else hi
-    if n >= _SORT_TOPK and k <= _CHUNK and x.dtype in sorting.SORTABLE:
+    if (n >= _SORT_TOPK or k > _PASSES_K) and x.dtype in sorting.SORTABLE:
         rows, back = _rows(x, ax)
         at = sorting.top_positions(rows, k, largest)
         values = take_along_axis(rows, at, 1)
@@ -239,12 +243,13 @@ def _topk_chunked(x: Tensor, k: int, ax: int, largest: bool,
     return v2.permute(*back), i2.permute(*back)
 
 
-def rank_sort_limit(x: Tensor) -> int | None:
-    """The longest row ``argsort`` takes for ``x``'s dtype (None: any), on its device:
-    the rank sort compares every pair of a row, n * n 4-byte flags in one buffer."""
+def rank_sort_limit(x: Tensor, rows: int = 1) -> int | None:
+    """The longest row ``argsort`` takes for ``x``'s dtype (None: any) in ``rows`` rows,
+    on its device: the rank sort compares every pair of a row, rows * n * n 4-byte flags
+    in one buffer."""
     if x.dtype in sorting.SORTABLE:
         return None
-    return min(_MAX_SORT, math.isqrt(x.device.backend.max_buffer_size // 4))
+    return min(_MAX_SORT, math.isqrt(x.device.backend.max_buffer_size // (4 * max(rows, 1))))
 
 
 def argsort(x: Tensor, axis: int = -1, descending: bool = False, *,
@@ -261,12 +266,14 @@ def argsort(x: Tensor, axis: int = -1, descending: bool = False, *,
     if n > _RANK_SORT and x.dtype in sorting.SORTABLE and x.size:
         rows, back = _rows(x, ax)
         return back(sorting.sorted_pairs(rows, descending))
-    most = rank_sort_limit(x)
+    n_rows = x.size // n if n else 0
+    most = rank_sort_limit(x, n_rows)
     if most is not None and n > most:
-        raise LimitError(f"argsort/sort: axis {ax} has {n} {x.dtype.name} elements; 64-bit "
-                         f"rows sort by rank (n^2 work) and take at most {most} on "
-                         f"{x.device!r}. Sort a 32-bit copy (astype) if it keeps the "
-                         "order, or use topk(x, k) for the first k of a long axis")
+        raise LimitError(f"argsort/sort: axis {ax} has {n} {x.dtype.name} elements in {n_rows} "
+                         f"row(s); 64-bit rows sort by rank (n^2 work per row) and take at "
+                         f"most {most} each here on {x.device!r}. Sort a 32-bit copy "
+                         "(astype) if it keeps the order, sort fewer rows at a time, or use "
+                         "topk(x, k) for the first k of a long axis")
     last = x.ndim - 1
     xs = x.transpose(ax, last) if ax != last else x
     xi, xj = xs.unsqueeze(-1), xs.unsqueeze(-2)  # element i of the row vs element j

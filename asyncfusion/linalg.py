@@ -21,9 +21,10 @@ from typing import Any
 from .dtype import NEEDS, DType, promote
 from .errors import AxisError, DeviceMismatchError, DTypeError, ShapeError
 from .ir import MatmulOp
+from .reductions import reduce
 from .tensor import Tensor, _check_size, broadcast_shapes, normalize_axis
 
-__all__ = ["matmul", "tensordot"]
+__all__ = ["matmul", "tensordot", "matrix_transpose", "vecdot"]
 
 
 def matmul(a: Any, b: Any) -> Tensor:
@@ -64,6 +65,8 @@ def matmul(a: Any, b: Any) -> Tensor:
     batch = broadcast_shapes(va.shape[:-2], vb.shape[:-2], "matmul (@) batch dimensions")
     shape = batch + (va.shape[-2], vb.shape[-1])
     _check_size(shape, a.device, "matmul (@)", dtype)
+    if (a.ndim == 1 or b.ndim == 1) and dtype is not DType.float16:
+        return _vector_product(a, b)
     out = Tensor(shape, dtype, a.device)
     out_ir = out.out_ir()
     a.device.register(MatmulOp(va.ir(), vb.ir(), out_ir), (va.id, vb.id), out_ir)
@@ -72,6 +75,15 @@ def matmul(a: Any, b: Any) -> Tensor:
     if b.ndim == 1:
         out = out.squeeze(-1)
     return out
+
+
+def _vector_product(a: Tensor, b: Tensor) -> Tensor:
+    """``a @ b`` where one operand is a vector: products and one fused sum (a reduction
+    kernel reads the matrix once; a tiled matmul would pad the vector to a whole tile).
+    Batched across tasks, a shared matrix is read by every task's row of the launch."""
+    if b.ndim == 1:
+        return reduce("sum", a * b, -1)
+    return reduce("sum", a.unsqueeze(-1) * b, -2)
 
 
 def _contracted(x1: Tensor, x2: Tensor,
@@ -115,3 +127,14 @@ def tensordot(x1: Tensor, x2: Tensor, /, *,
     left = x1.permute(*free1, *a1).reshape(math.prod(rows), math.prod(inner))
     right = x2.permute(*a2, *free2).reshape(math.prod(inner), math.prod(cols))
     return matmul(left, right).reshape(tuple(rows + cols))
+
+
+def matrix_transpose(x: Tensor, /) -> Tensor:
+    """Swap the last two axes (a view): the Array API's ``matrix_transpose``, also in
+    ``asyncfusion.linalg``."""
+    if type(x) is not Tensor:
+        raise TypeError(f"matrix_transpose needs an asyncfusion Tensor, not {type(x).__name__}")
+    return x.mT
+
+
+from .manipulation import vecdot  # noqa: E402 - the linalg extension names it too

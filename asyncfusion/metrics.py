@@ -87,6 +87,8 @@ class Metrics:
     :ivar admitted_now: requests inside ``admit()`` now; ``max_pending``: the cap (None:
         no cap).
     :ivar launches, submissions: the device's counters (as in ``dev.stats()``).
+    :ivar batched_instances: tasks' kernels that ran inside another task's launch
+        (cross-stream batching; as in ``dev.stats()``).
     """
 
     rounds: int
@@ -103,3 +105,4 @@ class Metrics:
     max_pending: int | None
     launches: int
     submissions: int
+    batched_instances: int

@@ -61,6 +61,8 @@ def reduce(op: str, x: Tensor, axis: Any = None, keepdims: bool = False) -> Tens
         return elementwise("copy", x) if dtype is x.dtype else x.astype(dtype)
     shape = _out_shape(x, axes, keepdims)
     _check_size(shape, x.device, what, dtype)
+    if numel(tuple(x.shape[d] for d in axes)) > _SPLIT_AT:
+        return _split(op, x, axes, shape)
     out = Tensor(shape, dtype, x.device)
     out_ir = out.out_ir()
     x.device.register(ReduceOp(op, x.ir(), axes, keepdims, out_ir), (x.id,), out_ir)
@@ -90,6 +92,58 @@ def prod(x: Tensor, /, *, axis: Any = None, dtype: Any = None,
          keepdims: bool = False) -> Tensor:
     """The product over ``axis``, with ``dtype`` as :func:`sum`'s."""
     return _accumulated("prod", x, axis, dtype, keepdims)
+
+
+# A row folds in one workgroup, so a very long one takes one GPU core (and past ~16M
+# elements, more loop iterations per thread than lavapipe runs: its results went wrong).
+# Rows longer than _SPLIT_AT fold in two stages: chunks of _CHUNK (many workgroups), then
+# the chunks' results; a tail shorter than a chunk folds on its own and is combined.
+_SPLIT_AT = 1 << 22
+_CHUNK = 1 << 14
+_COMBINE = {"sum": "add", "prod": "mul", "max": "maximum", "min": "minimum",
+            "any": "logical_or", "all": "logical_and"}
+
+
+def _split(op: str, x: Tensor, axes: tuple[int, ...], shape: tuple[int, ...]) -> Tensor:
+    """``reduce(op, x, axes)`` (of shape ``shape``) with the reduced axes flattened into
+    one row per kept index, folded chunk by chunk and then across the chunks."""
+    if x.dtype is DType.float16 and op in ("sum", "prod"):  # accumulate in float32
+        return _split(op, x.astype(DType.float32), axes, shape).astype(DType.float16)
+    kept = [d for d in range(x.ndim) if d not in axes]
+    lead = tuple(x.shape[d] for d in kept)
+    n = numel(tuple(x.shape[d] for d in axes))
+    rows = x.permute(*kept, *axes).reshape(*lead, n)
+    m = n // _CHUNK * _CHUNK
+    chunked = rows[..., :m].reshape(*lead, m // _CHUNK, _CHUNK)
+    tail = rows[..., m:] if m < n else None
+    if REDUCTIONS[op].arg:
+        out = _split_arg(op, chunked, tail, m)
+    else:
+        out = reduce(op, reduce(op, chunked, -1), -1)
+        if tail is not None:
+            out = elementwise(_COMBINE[op], out, reduce(op, tail, -1))
+    return out.reshape(*shape)
+
+
+def _split_arg(op: str, chunked: Tensor, tail: Tensor | None, m: int) -> Tensor:
+    """argmax/argmin in two stages: each chunk's best, the best chunk (ties: the first,
+    as the earlier index), then the tail's best where it is strictly better (or NaN
+    where the rest holds none: numpy's first NaN)."""
+    from .indexing import take_along_axis
+
+    fold = "max" if op == "argmax" else "min"
+    at = reduce(op, chunked, -1, keepdims=True)  # (..., chunks, 1)
+    best = take_along_axis(chunked, at, -1)[..., 0]  # (..., chunks)
+    which = reduce(op, best, -1, keepdims=True)  # (..., 1)
+    index = take_along_axis(at[..., 0], which, -1)[..., 0] + which[..., 0] * _CHUNK
+    if tail is None:
+        return index
+    value = reduce(fold, best, -1)
+    t_value, t_index = reduce(fold, tail, -1), reduce(op, tail, -1) + m
+    better = (t_value > value) if op == "argmax" else (t_value < value)
+    if chunked.dtype.is_float:
+        better = better | (t_value.isnan() & ~value.isnan())
+    return elementwise("where", better, t_index, index)
 
 
 def _count(x: Tensor, axis: Any, what: str) -> int:

@@ -364,12 +364,13 @@ def top_positions(rows: Tensor, k: int, largest: bool) -> Tensor:
     """Positions of the ``k`` best of each row of the 2-D tensor ``rows``, best first,
     ties by lower position, NaN the largest value: each block of ``_BLOCK`` sorted on its
     own (one launch), its first ``k`` kept, and only those candidates sorted — a long row
-    is never sorted whole. ``k`` is at most ``_BLOCK``."""
+    is never sorted whole (unless ``k`` is more than a block: then it is)."""
     from .indexing import take_along_axis
 
     r, n = rows.shape
-    assert 1 <= k <= min(n, _BLOCK)
     mode = 3 if largest else 0  # descending with NaN first; ascending with NaN last
+    if k > _BLOCK:  # more than a block's worth: sort the rows whole
+        return _network(rows, mode, whole=True)[0][:, :k]
     idx, p = _network(rows, mode, whole=False)
     block = min(p, _BLOCK)
     cand = idx.reshape(r, p // block, block)[:, :, :k].reshape(r, (p // block) * k)

@@ -36,6 +36,7 @@ from .ir import DropOp, OperationIr, TensorIr, TensorStatus
 __all__ = ["StreamId", "StreamQueue", "Streams", "current_stream"]
 
 _RECLAIM_AT = 64  # reclaim ended streams once this many queues exist (then twice the rest)
+_NO_PRODUCER = (None,)
 
 
 def _trio_task() -> Any:
@@ -53,11 +54,18 @@ def _trio_task() -> Any:
         return None
 
 
+_running_loop = asyncio._get_running_loop
+# Python 3.11's asyncio.current_task is a Python function over this table (loop -> task);
+# from 3.12 on it is C (and the table may no longer be what it reads).
+_current_task: Any = (getattr(asyncio.tasks, "_current_tasks").get
+                      if sys.version_info < (3, 12) else asyncio.current_task)
+
+
 def current_stream() -> tuple[Hashable, Any]:
     """(stream key, owner) of the caller: its asyncio or trio task, else its thread."""
-    loop = asyncio._get_running_loop()
+    loop = _running_loop()
     if loop is not None:
-        task = asyncio.current_task(loop)
+        task = _current_task(loop)
         if task is not None:
             return ("task", id(task)), task
     task = _trio_task()
@@ -164,11 +172,13 @@ class Streams:
     def _apply_drops(self) -> None:
         drops = self.drops
         self.epoch += 1
+        producer, pending = self.producer, self.pending_uses
         while drops:
             tid = drops.popleft()
-            if tid in self.producer:
+            prod = producer.get(tid)
+            if prod is not None:
                 self.dropped.add(tid)
-            n = self.pending_uses.get(tid, 0)
+            n = pending.get(tid, 0)
             if n:
                 q = self.use_queue[tid]
                 if q.uses.get(tid, 0) == n:
@@ -177,7 +187,6 @@ class Streams:
                 else:
                     self.deferred.add(tid)
                 continue
-            prod = self.producer.get(tid)
             if prod is not None:
                 prod[0].ops.append(DropOp(prod[2]))
             else:
@@ -201,12 +210,15 @@ class Streams:
             del q.ops[:k]
             q.base += k
             frees: list[int] = []
-            pending, uses = self.pending_uses, q.uses
+            pending, uses, last = self.pending_uses, q.uses, q.last
+            producer, dropped, use_queue, deferred = (
+                self.producer, self.dropped, self.use_queue, self.deferred)
             for op in ops:
                 for t in op.outputs():
-                    if self.producer.get(t.id, (None,))[0] is q:
-                        del self.producer[t.id]
-                        self.dropped.discard(t.id)
+                    tid = t.id
+                    if producer.get(tid, _NO_PRODUCER)[0] is q:
+                        del producer[tid]
+                        dropped.discard(tid)
                 if type(op) is DropOp:
                     continue
                 for t in op.inputs():
@@ -216,16 +228,16 @@ class Streams:
                         pending[tid] = left
                     else:
                         del pending[tid]
-                        self.use_queue.pop(tid, None)
-                        if tid in self.deferred:
-                            self.deferred.discard(tid)
+                        use_queue.pop(tid, None)
+                        if tid in deferred:
+                            deferred.discard(tid)
                             frees.append(tid)
                     u = uses[tid] - 1
                     if u:
                         uses[tid] = u
                     else:
                         del uses[tid]
-                        q.last.pop(tid, None)
+                        last.pop(tid, None)
             if not q.ops:
                 del self.queues[key]
             return ops, frees

@@ -360,6 +360,46 @@ class Tensor:
     def __getitem__(self, key: Any) -> Tensor:
         return _views.index(self, key)
 
+    def __setitem__(self, key: Any, value: Any) -> None:
+        """``t[key] = value``: this tensor takes a new value (a new id) in which the
+        elements ``key`` selects are ``value`` (cast to this dtype); tensors that were
+        views of it, or that it was a view of, keep their values (copy on write)."""
+        from .setitem import assign
+        assign(self, key, value)
+
+    def to_device(self, device: Any, /, *, stream: Any = None) -> Tensor:
+        """This tensor on ``device``: itself when it is already there. Moving between
+        devices needs a read: ``af.tensor(await t.to_data(), device=other)``."""
+        from .device import as_device
+        if stream is not None:
+            raise ValueError("to_device: stream= is not supported (asyncfusion orders work "
+                             "by its own streams); leave it None")
+        if as_device(device) is self.device:
+            return self
+        raise DeviceMismatchError(
+            f"to_device: t{self.id} lives on {self.device!r}; moving it to {device!r} needs "
+            "its values on the host first: 'af.tensor(await t.to_data(), device=other)'")
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """The DLPack device type of this tensor's device: CPU (1) for the numpy backend,
+        Vulkan (7) or Metal (8) for wgpu on those APIs, else ext_dev (12)."""
+        dev = self.device.backend
+        if dev.name == "numpy":
+            return (1, 0)
+        api = getattr(dev, "rt", None)
+        backend_type = api.adapter_info.get("backend_type", "") if api is not None else ""
+        return ({"Vulkan": 7, "Metal": 8}.get(str(backend_type), 12), 0)
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None,
+                   dl_device: Any = None, copy: bool | None = None) -> Any:
+        """Refused: a lazy tensor's memory cannot be handed out synchronously (it may not
+        be computed yet, and a wgpu buffer is not addressable by other libraries)."""
+        raise BufferError(
+            f"t{self.id} is a lazy asyncfusion tensor: its memory cannot be exported through "
+            "DLPack without waiting for the device; read it first "
+            "('np.from_dlpack(await t.to_data())', or t.numpy() outside an event loop), or "
+            "use 'async with af.resolve(t) as buf:' for its wgpu buffer")
+
     def sum(self, axis: Any = None, keepdims: bool = False) -> Tensor:
         return _red.reduce("sum", self, axis, keepdims)
 
@@ -480,11 +520,19 @@ def _compute_dtype(op: str, rule: str, dtypes: list[DType], what: str) -> tuple[
     return DType.bool, DType.bool
 
 
-def _resolve(op: str, args: tuple[Any, ...], dtype: DType | None) -> tuple[DType, DType]:
-    """(compute dtype, output dtype) of an element-wise call, or the error that explains it.
+def _resolve(op: str, args: tuple[Any, ...], dtype: DType | None
+             ) -> tuple[DType, DType, tuple[int, ...]]:
+    """(compute dtype, output dtype, positions of plain scalars) of an element-wise call,
+    or the error that explains it.
 
     Runs once per (op, operand types); the result is cached by :func:`elementwise`.
     """
+    compute, out = _dtypes(op, args, dtype)
+    return compute, out, _plain_scalars(args, compute)
+
+
+def _dtypes(op: str, args: tuple[Any, ...], dtype: DType | None) -> tuple[DType, DType]:
+    """(compute dtype, output dtype) of an element-wise call (see :func:`_resolve`)."""
     spec = PRIMITIVES[op]
     what = _what(op)
     if len(args) != spec.arity:
@@ -508,7 +556,7 @@ def _resolve(op: str, args: tuple[Any, ...], dtype: DType | None) -> tuple[DType
     return _compute_dtype(op, spec.rule, dts, what)
 
 
-_RESOLVED: dict[tuple[Any, ...], tuple[DType, DType]] = {}
+_RESOLVED: dict[tuple[Any, ...], tuple[DType, DType, tuple[int, ...]]] = {}
 _SCALAR_IR = {d: ScalarIr(d) for d in DType}
 _new_tensor = object.__new__
 
@@ -523,6 +571,7 @@ def elementwise(op: str, *args: Any, dtype: DType | None = None) -> Tensor:
     shape: tuple[int, ...] = ()
     kinds: list[Any] = [op, dtype]
     ids: list[int] = []
+    irs: list[Any] = []  # a scalar's slot holds its value until the scalars are sorted out
     for a in args:
         if type(a) is Tensor:
             if first is None:
@@ -535,8 +584,11 @@ def elementwise(op: str, *args: Any, dtype: DType | None = None) -> Tensor:
                 shape = broadcast_shapes(shape, a.shape, _what(op))
             kinds.append(a.dtype)
             ids.append(a.id)
+            r = a._ir
+            irs.append(r if r is not None else a.ir())
         elif isinstance(a, _SCALARS):
             kinds.append(type(a))
+            irs.append(a)
         else:
             raise TypeError(f"{_what(op)}: operands must be Tensors or Python "
                             f"scalars, not {type(a).__name__}; wrap arrays with "
@@ -552,13 +604,20 @@ def elementwise(op: str, *args: Any, dtype: DType | None = None) -> Tensor:
     resolved = _RESOLVED.get(key)
     if resolved is None:
         resolved = _RESOLVED[key] = _resolve(op, args, dtype)
-    compute, out_dtype = resolved
+    compute, out_dtype, plain = resolved
     device = first.device
     if out_dtype is DType.int64:  # int32 with uint32: held where the adapter has int64
         check_promoted(out_dtype, device, _what(op))
+    scalars: tuple[Any, ...] = ()
     if len(ids) == len(args):
-        irs = tuple(a.ir() for a in args)
-        scalars: tuple[Any, ...] = ()
+        pass
+    elif plain:  # the scalars go in as they are: fill their slots with the placeholder
+        values = []
+        sir = _SCALAR_IR[compute]
+        for p in plain:
+            values.append(irs[p])
+            irs[p] = sir
+        scalars = tuple(values)
     else:
         irs, scalars = _with_scalars(op, args, compute)
     if shape is not first.shape and shape != first.shape:
@@ -567,12 +626,27 @@ def elementwise(op: str, *args: Any, dtype: DType | None = None) -> Tensor:
     out.id = tid = next(_ids)
     out.shape, out.dtype, out.device, out.layout, out._ir = shape, out_dtype, device, None, None
     out_ir = TensorIr(tid, shape, out_dtype, _NOT_INIT)
-    device.register(ElementwiseOp(op, irs, scalars, out_ir, compute), ids, out_ir)
+    device.register(ElementwiseOp(op, tuple(irs), scalars, out_ir, compute), ids, out_ir)
     return out
 
 
+def _plain_scalars(args: tuple[Any, ...], compute: DType) -> tuple[int, ...]:
+    """Positions of the scalars of a call whose scalars need no check and no rounding
+    (Python bools; Python floats computed in a float dtype, no float16 operand), or ()
+    when some scalar does (see :func:`_with_scalars`). Depends on types only."""
+    spots = tuple(i for i, a in enumerate(args) if type(a) is not Tensor)
+    for i in spots:
+        t = type(args[i])
+        if t is bool:
+            continue
+        if t is not float or compute not in (DType.float32, DType.float64) or (
+                compute is DType.float32 and _has_half(args)):
+            return ()
+    return spots
+
+
 def _with_scalars(op: str, args: tuple[Any, ...], compute: DType
-                  ) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+                  ) -> tuple[list[Any], tuple[Any, ...]]:
     irs: list[Any] = []
     scalars: list[Any] = []
     for a in args:
@@ -590,7 +664,7 @@ def _with_scalars(op: str, args: tuple[Any, ...], compute: DType
             value = _to_half(value)  # the scalar takes the float16 operand's dtype first
         irs.append(_SCALAR_IR[compute])
         scalars.append(value)
-    return tuple(irs), tuple(scalars)
+    return irs, tuple(scalars)
 
 
 def _narrowest(args: tuple[Any, ...], compute: DType) -> DType:

@@ -18,7 +18,8 @@ from .ir import IndexItem, Layout, ViewOp, numel
 from .tensor import Tensor, broadcast_shapes, check_dims, elementwise, normalize_axis
 
 __all__ = ["view", "reshape", "permute", "transpose", "broadcast_to", "squeeze",
-           "unsqueeze", "flip", "index", "contiguous", "reshape_target"]
+           "unsqueeze", "flip", "index", "contiguous", "reshape_target", "parse_key",
+           "int_index"]
 
 
 def view(x: Tensor, layout: Layout, kind: str) -> Tensor:
@@ -143,34 +144,44 @@ def _int_index(k: Any) -> bool:
 
 
 def index(x: Tensor, key: Any, kind: str = "index") -> Tensor:
-    """Basic indexing: ints, slices (any non-zero step), ``None`` and ``...``."""
+    """Basic indexing (ints, slices with any non-zero step, ``None`` and ``...``): a view.
+    A key holding integer tensors gathers (:func:`asyncfusion.setitem.take_index`)."""
+    if type(key) is Tensor or (isinstance(key, tuple) and any(type(k) is Tensor for k in key)):
+        return _keys.take_index(x, key)
+    return view(x, x.view_layout.index(parse_key(x.shape, key)), kind)
+
+
+def parse_key(shape: tuple[int, ...], key: Any) -> tuple[IndexItem, ...]:
+    """A basic index normalized against ``shape``: one item per key part, ``...`` expanded
+    (the key may name fewer axes than ``shape`` has; the rest are kept whole)."""
     if not isinstance(key, tuple):
         key = (key,)
     for k in key:
         if not (k is None or k is Ellipsis or isinstance(k, slice) or _int_index(k)):
             raise IndexingError(
-                f"index {k!r} ({type(k).__name__}) is not supported: use ints, slices, None "
-                "and ...; for a mask use where(), for an index tensor gather one later")
+                f"index {k!r} ({type(k).__name__}) is not supported: use ints, slices, None, "
+                "... or integer tensors; for a mask use where()")
     if sum(k is Ellipsis for k in key) > 1:
         raise IndexingError(f"an index can have only one ellipsis (...), got {key!r}")
+    ndim = len(shape)
     named = sum(1 for k in key if k is not None and k is not Ellipsis)
-    if named > x.ndim:
-        raise IndexingError(f"too many indices for a tensor of shape {x.shape}: {named} "
-                            f"given, {x.ndim} dimension(s)")
+    if named > ndim:
+        raise IndexingError(f"too many indices for a tensor of shape {shape}: {named} "
+                            f"given, {ndim} dimension(s)")
     items: list[IndexItem] = []
     axis = 0
     for k in key:
         if k is Ellipsis:
-            for _ in range(x.ndim - named):
-                items.append(IndexItem("slice", axis, 0, 1, x.shape[axis]))
+            for _ in range(ndim - named):
+                items.append(IndexItem("slice", axis, 0, 1, shape[axis]))
                 axis += 1
         elif k is None:
             items.append(IndexItem("new"))
         elif isinstance(k, slice):
-            size = x.shape[axis]
+            size = shape[axis]
             if k.step == 0:
                 raise IndexingError(f"slice step cannot be zero (axis {axis} of shape "
-                                    f"{x.shape}); use a positive or negative step")
+                                    f"{shape}); use a positive or negative step")
             for part in (k.start, k.stop, k.step):
                 if part is not None and not _int_index(part):
                     raise IndexingError(f"slice bounds must be ints or None, got {k!r}")
@@ -178,11 +189,19 @@ def index(x: Tensor, key: Any, kind: str = "index") -> Tensor:
             items.append(IndexItem("slice", axis, start, step, len(range(start, stop, step))))
             axis += 1
         else:
-            size = x.shape[axis]
-            i = int(k)
-            if not -size <= i < size:
-                raise IndexingError(f"index {i} is out of range for axis {axis} with size "
-                                    f"{size} (shape {x.shape}); valid: {-size}..{size - 1}")
-            items.append(IndexItem("int", axis, i % size))
+            items.append(IndexItem("int", axis, int_index(k, shape, axis)))
             axis += 1
-    return view(x, x.view_layout.index(tuple(items)), kind)
+    return tuple(items)
+
+
+def int_index(k: Any, shape: tuple[int, ...], axis: int) -> int:
+    """The int ``k`` on ``axis`` of ``shape``, counted from the end when negative."""
+    size = shape[axis]
+    i = int(k)
+    if not -size <= i < size:
+        raise IndexingError(f"index {i} is out of range for axis {axis} with size "
+                            f"{size} (shape {shape}); valid: {-size}..{size - 1}")
+    return i % size
+
+
+from . import setitem as _keys  # noqa: E402 - it builds on these views

@@ -310,3 +310,13 @@ def test_generated_wgsl_of_a_fused_arange_matches_golden():
     text = "\n".join(f"// kernel {i}\n{render(k, 256)}" for i, k in enumerate(kernels(dev)))
     _golden("arange_where", text)
     del out
+
+
+@pytest.mark.parametrize("dtype", ["int16", "uint16"])
+async def test_16_bit_aranges_count_in_their_lanes(dev, plain, dtype):
+    for device in (dev, plain):
+        a = af.arange(3, 30_000, 7_000, dtype=dtype, device=device)
+        np.testing.assert_array_equal(await a.to_data(), np.arange(3, 30_000, 7_000,
+                                                                   dtype=dtype))
+        np.testing.assert_array_equal(await (a + 1).to_data(),
+                                      np.arange(3, 30_000, 7_000, dtype=dtype) + 1)

@@ -161,6 +161,7 @@ async def test_one_model_on_many_requests_is_one_batched_matmul(bdev):
     await bdev.sync()
     results, stats = await run_tasks(bdev, ts, lambda x: (x @ w + b).relu().sum(axis=-1))
     assert stats.batched_instances == 30 * 2  # the matmul (and its epilogue), the sum
+    assert bdev.metrics().batched_instances >= stats.batched_instances  # since it opened
     if bdev.backend.name == "wgpu":
         assert stats.launches == 2
     for x, r in zip(xs, results, strict=True):

@@ -9,6 +9,7 @@ import threading
 
 import anyio
 import numpy as np
+import pytest
 
 import asyncfusion as af
 import asyncfusion.server as server_mod
@@ -143,3 +144,18 @@ async def test_empty_cache_on_the_numpy_backend_is_a_no_op(ref):
     x = af.tensor([1.0, 2.0], device=ref)
     await ref.empty_cache()
     assert_close(await (x * 2.0).to_data(), np.array([2.0, 4.0], np.float32))
+
+
+async def test_the_cache_budget_is_an_option():
+    x = np.ones(4096, np.float32)
+    async with af.open_device(cache_bytes=0) as dev:  # keeps nothing: every free releases
+        for _ in range(3):
+            await (af.tensor(x, device=dev) * 2.0).to_data()
+        assert dev.memory_stats().pooled_bytes == 0
+    async with af.open_device(cache_bytes=1 << 30) as dev:
+        for _ in range(3):
+            await (af.tensor(x, device=dev) * 2.0).to_data()
+        assert dev.memory_stats().pooled_bytes > 0
+    with pytest.raises(ValueError, match="cache_bytes"):
+        async with af.open_device(cache_bytes=-1):
+            pass

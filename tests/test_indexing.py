@@ -68,8 +68,9 @@ async def test_topk_matches_a_stable_sort(dev, ref, axis, largest):
 
 
 async def test_topk_of_a_long_vector_costs_k_passes(dev):
-    x = RNG.standard_normal(60_003).astype(np.float32)
-    t = af.tensor(x, device=dev)
+    # 64-bit rows take the passes (32-bit ones of 4096 or more: tests/test_sorting.py)
+    x = RNG.standard_normal(60_003)
+    t = af.tensor(x, dtype=af.float64, device=dev)
     n = await launches(dev, lambda: af.topk(t, 5)[1])
     # per pass: an argmax (the mask of earlier passes fused in) and a copy into each
     # joined result, in two stages (each chunk's candidates, then theirs), plus the
@@ -81,15 +82,15 @@ async def test_topk_of_a_long_vector_costs_k_passes(dev):
 
 
 @pytest.mark.parametrize("shape,axis,largest,dtype", [
-    ((5000,), 0, True, np.float32), ((4100, 3), 0, False, np.int32),
-    ((2, 4097), 1, True, np.int32)])
+    ((5000,), 0, True, np.float64), ((4100, 3), 0, False, np.int64),
+    ((2, 4097), 1, True, np.int64)])
 async def test_topk_of_a_long_axis_in_chunks_matches_a_stable_sort(dev, shape, axis, largest,
                                                                     dtype):
     x = RNG.integers(-3, 3, shape).astype(dtype)  # ties across chunks and within them
     x.flat[[7, 4099]] = 5 if largest else -5  # the best two: in the first and last chunk
     order = np.argsort(-x if largest else x, axis=axis, kind="stable")
     want = np.take(order, range(6), axis=axis)
-    v, i = af.topk(af.tensor(x, device=dev), 6, axis=axis, largest=largest)
+    v, i = af.topk(af.tensor(x, dtype=x.dtype, device=dev), 6, axis=axis, largest=largest)
     np.testing.assert_array_equal(await i.to_data(), want)
     np.testing.assert_array_equal(await v.to_data(), np.take_along_axis(x, want, axis))
 

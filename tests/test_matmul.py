@@ -246,3 +246,18 @@ def test_examples_check_themselves_against_numpy(script, args, expect):
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert expect in proc.stdout
+
+
+async def test_a_vector_operand_is_one_fused_reduction(dev):
+    rng = np.random.default_rng(9)
+    m, v = rng.standard_normal((37, 19), dtype=np.float32), rng.standard_normal(19, dtype=np.float32)
+    a, x = af.tensor(m, device=dev), af.tensor(v, device=dev)
+    await dev.sync()
+    before = dev.stats()
+    got = await ((a @ x) * 2.0 + 1.0).to_data()  # the epilogue runs in the reduction's store
+    after = dev.stats()
+    assert after.launches - before.launches == 1
+    assert not any(k.startswith("matmul") for k in after.kernels if after.kernels[k] > before.kernels.get(k, 0))
+    np.testing.assert_allclose(got, (m @ v) * 2 + 1, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(await (x[:19] @ a.T).to_data(), v @ m.T, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(await (x @ x).to_data(), v @ v, rtol=1e-5)

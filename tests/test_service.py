@@ -83,6 +83,7 @@ async def test_health_metrics_and_reopening_after_a_device_loss():
         await c.post("/search", json={"query": _query(1)})
         r = await c.get("/metrics")
         assert r.status_code == 200 and "asyncfusion_round_seconds_bucket" in r.text
+        assert "asyncfusion_batched_instances_total" in r.text
         first = svc.device()
         first.lose_device()
         r = await c.post("/search", json={"query": _query(1)})

@@ -114,3 +114,24 @@ async def test_64_bit_rows_keep_the_rank_sort_and_its_limit(dev):
     np.testing.assert_array_equal(await af.argsort(t).to_data(), np.argsort(x, kind="stable"))
     with pytest.raises(af.LimitError, match="topk"):
         af.sort(af.zeros((9000,), dtype=af.int64, device=dev))
+
+
+@pytest.mark.parametrize("n,k", [(50, 20), (1000, 1000), (2049, 2049), (5000, 3000)])
+async def test_topk_of_many_sorts_instead_of_k_passes(dev, n, k):
+    x = data((n,), np.float32)
+    t = af.tensor(x, device=dev)
+    used = await launches(dev, lambda: af.topk(t, k)[1])
+    assert used <= sorting.launches(n) + 4  # not k argmax passes
+    nan = np.isnan(x)
+    want = np.lexsort((np.arange(n), -np.where(nan, 0, x), ~nan))[:k]
+    v, i = af.topk(t, k)
+    np.testing.assert_array_equal(await i.to_data(), want)
+    np.testing.assert_array_equal(await v.to_data(), x[want])
+    _, i = af.topk(t, k, largest=False)
+    np.testing.assert_array_equal(await i.to_data(), np.argsort(x, kind="stable")[:k])
+
+
+async def test_the_64_bit_limit_counts_the_rows(dev):
+    most = min(8192, int(np.sqrt(dev.backend.max_buffer_size // (4 * 3))))
+    with pytest.raises(af.LimitError, match=f"in 3 row.*at most {most} each"):
+        af.sort(af.zeros((3, most + 1), dtype=af.int64, device=dev))

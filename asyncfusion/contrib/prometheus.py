@@ -46,6 +46,9 @@ class DeviceCollector(Collector):
         yield CounterMetricFamily("asyncfusion_launches", "Kernel launches", value=m.launches)
         yield CounterMetricFamily("asyncfusion_submissions", "Queue submissions",
                                   value=m.submissions)
+        yield CounterMetricFamily("asyncfusion_batched_instances",
+                                  "Tasks' kernels run inside a launch shared with other tasks",
+                                  value=m.batched_instances)
         yield CounterMetricFamily("asyncfusion_admitted", "Requests admitted by admit()",
                                   value=m.admitted)
         yield CounterMetricFamily("asyncfusion_rejected",

@@ -12,6 +12,7 @@ ops one by one first, so only the op that really fails poisons its dependents.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from ..ir import (CatOp, DropOp, ElementwiseOp, ExternOp, GatherOp, InitOp, MatmulOp, OperationIr,
@@ -187,16 +188,24 @@ class KernelStep(Step):
         for align, (pos, j) in zip(lw.load_align, lw.load_refs, strict=True):
             if align is not None:
                 op = block[pos]  # j == -1: its output (an arange its kernel stores)
-                lay = (op.inputs()[j] if j >= 0 else op.outputs()[0]).view
-                maps.append((lay.offset, tuple(lay.strides[a] if a >= 0 else 0
-                                               for a in align)))
-        dense = dense_strides(space)
-        for align in lw.store_align:
-            if align is not None:
-                maps.append((0, dense))
-        scalars = tuple(block[pos].scalars[k]  # type: ignore[attr-defined]
-                        for pos, k in lw.scalar_refs)
+                t = op.inputs()[j] if j >= 0 else op.outputs()[0]
+                lay = t.layout
+                if lay is None:  # dense
+                    offset, strides = 0, _dense_strides(t.shape)
+                else:
+                    offset, strides = lay.offset, lay.strides
+                maps.append((offset, tuple([strides[a] if a >= 0 else 0 for a in align])))
+        if lw.store_align:
+            dense = _dense_strides(space)
+            for align in lw.store_align:
+                if align is not None:
+                    maps.append((0, dense))
+        scalars = tuple([block[pos].scalars[k]  # type: ignore[attr-defined]
+                         for pos, k in lw.scalar_refs]) if lw.scalar_refs else ()
         return LaunchArgs(space, tuple(maps), scalars)
+
+
+_dense_strides = functools.lru_cache(maxsize=1024)(dense_strides)  # a launch's hot path
 
 
 def store_nbytes(kernel: Kernel, st: Store, space: tuple[int, ...]) -> int:

@@ -1,6 +1,6 @@
 """The element-wise fuser: element-wise ops of one output shape in one kernel, and gathers
-whose input and indices come from memory (a gather cannot read registers), and aranges
-read where they are consumed."""
+whose input and indices come from memory (a gather cannot read registers: an arange may
+be its input, not its indices), and aranges read where they are consumed."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ class ElementwiseFuser(BlockFuser):
         if type(op) is IotaOp:
             return Level.ROW  # a source, read where it is consumed
         if type(op) is GatherOp:
-            if op.input.id in self.produced or op.index.id in self.produced:
+            if op.input.id in self.produced or op.index.id in self.produced \
+                    or op.index.id in self.iotas:  # indices are loaded, not computed
                 return None
         elif type(op) is not ElementwiseOp:
             return None

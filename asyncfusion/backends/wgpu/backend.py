@@ -9,6 +9,8 @@ limits (:func:`matmul_tiles`): one workgroup per output tile.
 
 from __future__ import annotations
 
+import os
+
 from collections import OrderedDict
 from typing import Any
 
@@ -21,7 +23,7 @@ from ...kernel import Kernel, LaunchArgs
 from ...trace import Counters
 from ..base import MemoryStats, host_view
 from ..faults import FaultInjector
-from .memory import BufferPool
+from .memory import STAGING_CACHE, BufferPool
 from .matmul_render import MatmulTiles, render_matmul, with_layout
 from .render import param_words, render
 from .runtime import Buffer, Runtime, get_runtime
@@ -81,16 +83,20 @@ class WgpuBackend:
     fuses = True
 
     def __init__(self, counters: Counters, *, max_storage_bindings: int | None = None,
-                 workgroup: int | None = None) -> None:
+                 workgroup: int | None = None, cache_bytes: int | None = None) -> None:
         self.rt: Runtime = get_runtime(max_storage_bindings, workgroup)
         self.counters = counters
         self.faults = FaultInjector()
         self.max_storage_bindings = self.rt.max_storage_bindings
         self.max_buffer_size = self.rt.max_buffer_size
         self.storage_align = self.rt.storage_align
+        if cache_bytes is None:
+            env = os.environ.get("ASYNCFUSION_CACHE_BYTES")
+            cache_bytes = int(env) if env else self.rt.pool_budget
         self.pool = BufferPool(self.rt.create_storage, self.faults, self.rt.forget_buffer,
-                               self.rt.pool_budget)
-        self.staging = BufferPool(self.rt.create_staging, self.faults, self.rt.forget_buffer)
+                               cache_bytes)
+        self.staging = BufferPool(self.rt.create_staging, self.faults, self.rt.forget_buffer,
+                                  min(cache_bytes, STAGING_CACHE))
         self.batch = self.rt.new_batch()
         self._reads: list[_Read] = []  # staged, copied at the next flush
         self._kernels: OrderedDict[tuple[Kernel, MatmulTiles | None], str] = OrderedDict()

@@ -17,12 +17,15 @@ from ..base import MemoryStats
 from ..faults import FaultInjector
 from .runtime import Buffer, size_class
 
-__all__ = ["BufferPool"]
+__all__ = ["BufferPool", "STAGING_CACHE"]
+
+
+STAGING_CACHE = 512 << 20  # readback (staging) buffers kept for reuse, at most
 
 
 class BufferPool:
     def __init__(self, create: Callable[[int], Any], faults: FaultInjector,
-                 forget: Callable[[Any], None], max_pooled_bytes: int = 512 << 20) -> None:
+                 forget: Callable[[Any], None], max_pooled_bytes: int = STAGING_CACHE) -> None:
         self._create = create
         self._forget = forget
         self._faults = faults

@@ -1,0 +1,259 @@
+"""Keys that are not views: assignment (``t[key] = value``) and integer-tensor keys.
+
+**Assignment** is functional underneath. The new value of the whole tensor is one
+element-wise ``where(selected, value, t)``: per axis, the positions that the key selects
+and each one's place in the selected region are computed from an :func:`arange` (an
+index expression in the fused kernel: no buffer, no upload); ``value`` is gathered from
+that place, so a value of the region's shape (or any shape that broadcasts to it) lands
+where numpy puts it. Then the Tensor object is *rebound* to the result: it takes the new
+tensor's id, and the old value is dropped with the temporary that took the old id (its
+storage is freed once nothing else reads it). Other tensors keep their values: a view
+taken of ``t`` before, or the tensor that ``t`` was a view of, does not change (copy on
+write, as torch's functionalization and JAX's ``x.at[key].set(value)``).
+
+**Integer-tensor keys** (``t[i, j]``, the Array API 2024.12's integer-array indexing):
+integer tensors and ints, one per leading axis, broadcast together; the result has the
+broadcast shape followed by the axes not indexed. The indices become one flat index
+into the indexed axes, read by one :func:`take` (a gather that fuses with its
+surroundings). A negative index counts from the end; one out of range cannot raise
+inside a kernel, so it is clamped to the axis, as :func:`take` does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .creation import arange, full
+from .dtype import DType
+from .errors import DeviceMismatchError, DTypeError, IndexingError, ShapeError
+from .indexing import take, take_along_axis
+from .ir import IndexItem, numel
+from .namespace import can_cast
+from .tensor import Tensor, _float_scalar, _scalar_dtype, broadcast_shapes, elementwise, where
+from .views import broadcast_to, int_index, parse_key
+
+__all__ = ["assign", "assigned", "take_index"]
+
+_Index = Tensor | int  # one part of an integer-tensor key: positions, or one position
+
+
+def assign(t: Tensor, key: Any, value: Any) -> None:
+    """``t[key] = value``: rebind ``t`` to :func:`assigned` (see the module's docstring)."""
+    new = assigned(t, key, value)
+    if new is t:
+        return
+    t.id, new.id = new.id, t.id
+    t.layout, new.layout = new.layout, t.layout
+    t._ir, new._ir = new._ir, t._ir
+    if hasattr(t, "_host"):
+        del t._host  # the values kept for repr were the old ones
+    # ``new`` (now holding the old id) goes away here and drops the old value
+
+
+def assigned(t: Tensor, key: Any, value: Any) -> Tensor:
+    """A new tensor: ``t`` with the elements that ``key`` selects replaced by ``value``."""
+    value = _value(t, value)
+    if type(key) is Tensor and key.dtype is DType.bool:
+        return _masked(t, key, value)
+    if type(key) is Tensor or (isinstance(key, tuple) and any(type(k) is Tensor for k in key)):
+        raise IndexingError("t[key] = value: a key holding integer tensors is not supported "
+                            "in assignment (the Array API leaves it unspecified); build a "
+                            "mask (for example af.arange(n) == i) and use where(mask, value, t)")
+    items = parse_key(t.shape, key)
+    region = tuple(1 if it.kind == "new" else it.length for it in items if it.kind != "int")
+    region += t.shape[sum(it.kind != "new" for it in items):]
+    if type(value) is Tensor:
+        _check_fits(value.shape, region)
+    if numel(region) == 0:
+        return t  # nothing selected
+    axes = _axes(items, t.ndim)
+    mask: Tensor | None = None
+    places: list[Tensor] = []
+    for d, item in enumerate(axes):
+        selected, place = _selection(item, t, d)
+        if type(selected) is Tensor:
+            mask = selected if mask is None else mask & selected
+        if place is not None:
+            places.append(place)
+    if type(value) is Tensor:
+        value = _gather(value, places, items, region)
+    if mask is None:
+        return _filled(t, value)
+    return where(mask, value, t)
+
+
+def _check_fits(shape: tuple[int, ...], region: tuple[int, ...]) -> None:
+    """A value of ``shape`` must broadcast to ``region`` (leading 1s beyond its rank
+    allowed, as numpy)."""
+    while len(shape) > len(region) and shape[0] == 1:
+        shape = shape[1:]
+    if len(shape) > len(region) or any(
+            v not in (1, r) for v, r in zip(reversed(shape), reversed(region), strict=False)):
+        raise ShapeError(f"t[key] = value: a value of shape {shape} does not broadcast to "
+                         f"the selected region's shape {region}")
+
+
+def _value(t: Tensor, value: Any) -> Any:
+    """``value`` checked against ``t``'s dtype (the Array API's rule: the value converts
+    to ``t``'s dtype without changing kind or losing range) and cast to it."""
+    what = "t[key] = value"
+    if type(value) is Tensor:
+        if value.device is not t.device:
+            raise DeviceMismatchError(f"{what}: the value lives on {value.device!r}, the tensor "
+                                      f"on {t.device!r}; create the value on the tensor's "
+                                      "device")
+        if not can_cast(value.dtype, t.dtype):
+            raise DTypeError(f"{what}: a {value.dtype.label} value cannot be assigned into a "
+                             f"{t.dtype.label} tensor without changing kind or losing range; "
+                             f"cast it with .astype(asyncfusion.{t.dtype.label}) first")
+        return value if value.dtype is t.dtype else value.astype(t.dtype)
+    if isinstance(value, np.generic):
+        value = value.item()  # a numpy scalar counts as the Python scalar it holds
+    if isinstance(value, bool) != (t.dtype is DType.bool) or not isinstance(
+            value, (bool, int, float)) or (isinstance(value, float) and not t.dtype.is_float):
+        raise DTypeError(f"{what}: a {type(value).__name__} value ({value!r}) cannot be "
+                         f"assigned into a {t.dtype.label} tensor (bool into bool, int into "
+                         "int or float, float into float); cast the tensor or the value first")
+    _scalar_dtype(value, t.dtype, what)  # an int's range
+    if isinstance(value, int) and t.dtype.is_float and not isinstance(value, bool):
+        _float_scalar(value, what)
+    return value
+
+
+def _masked(t: Tensor, mask: Tensor, value: Any) -> Tensor:
+    """``t[mask] = value`` with a mask over ``t``'s leading axes and one value."""
+    if mask.shape != t.shape[:mask.ndim]:
+        raise IndexingError(f"t[mask] = value: a mask of shape {mask.shape} must match the "
+                            f"leading axes of the tensor's shape {t.shape}")
+    if type(value) is Tensor and value.size != 1:
+        raise IndexingError(f"t[mask] = value: the value must be one element (a scalar or a "
+                            f"0-d tensor), got shape {value.shape}; for a value per element "
+                            "use where(mask, values, t)")
+    if mask.device is not t.device:
+        raise DeviceMismatchError(f"t[mask] = value: the mask lives on {mask.device!r}, the "
+                                  f"tensor on {t.device!r}")
+    one = value.reshape(()) if type(value) is Tensor else value
+    return where(mask.reshape(mask.shape + (1,) * (t.ndim - mask.ndim)), one, t)
+
+
+def _axes(items: tuple[IndexItem, ...], ndim: int) -> list[IndexItem]:
+    """One item per axis of the tensor (``new`` items dropped, unnamed axes whole)."""
+    named = [it for it in items if it.kind != "new"]
+    return named + [IndexItem("slice", d, 0, 1, -1) for d in range(len(named), ndim)]
+
+
+def _position(n: int, d: int, t: Tensor) -> Tensor:
+    """``arange(n)`` along axis ``d`` of ``t``'s shape (a view: every op of the assignment
+    then has ``t``'s shape, and the fuser runs them all in one kernel)."""
+    shape = [1] * t.ndim
+    shape[d] = n
+    return broadcast_to(arange(n, device=t.device).reshape(tuple(shape)), t.shape)
+
+
+def _selection(item: IndexItem, t: Tensor, d: int) -> tuple[Tensor | bool, Tensor | None]:
+    """Which positions along axis ``d`` the item selects (``True``: all), and each one's
+    place in the region along that axis (``None`` for an int: no region axis)."""
+    n = t.shape[d]
+    pos = _position(n, d, t)
+    if item.length == -1 or (item.kind == "slice" and item.start == 0 and item.step == 1
+                             and item.length == n):
+        return True, pos
+    if item.kind == "int":
+        return pos == item.start, None
+    rel = pos - item.start
+    if item.step == 1:
+        place = rel
+    elif item.step == -1:
+        place = -rel
+    else:
+        place = elementwise("floor_divide", rel, item.step)
+    inside = (place >= 0) & (place < item.length)
+    if abs(item.step) != 1:
+        inside = inside & (place * item.step == rel)
+    return inside, place
+
+
+def _gather(value: Tensor, places: list[Tensor], items: tuple[IndexItem, ...],
+            region: tuple[int, ...]) -> Tensor:
+    """``value`` (broadcastable to ``region``) read at each element's place: one take of
+    its elements at a flat index made from the per-axis places; an axis where the value
+    has size 1 reads its only element, and a value of one element is a 0-d tensor."""
+    if value.size == 1:
+        return value.reshape(())
+    dims = list(value.shape[-len(region):] if region else ())
+    dims = [1] * (len(region) - len(dims)) + dims
+    kinds = [it.kind for it in items if it.kind != "int"]
+    kinds += ["slice"] * (len(region) - len(kinds))
+    dims = [size for size, kind in zip(dims, kinds, strict=True) if kind != "new"]
+    flat: Tensor | None = None
+    stride = 1
+    for place, size in zip(reversed(places), reversed(dims), strict=True):
+        if size != 1:
+            term = place * stride if stride != 1 else place
+            flat = term if flat is None else term + flat
+        stride *= size
+    assert flat is not None  # more than one element: some axis has more than one
+    return take_along_axis(value.reshape((1,) * (flat.ndim - 1) + (-1,)), flat, -1)
+
+
+def _filled(t: Tensor, value: Any) -> Tensor:
+    """Every element selected: the value broadcast to ``t``'s shape, as a new tensor."""
+    if type(value) is Tensor:
+        return elementwise("copy", broadcast_to(value, t.shape))
+    return full(t.shape, value, dtype=t.dtype, device=t.device)
+
+
+def take_index(x: Tensor, key: Any) -> Tensor:
+    """``x[i, j, ...]`` with integer tensors and ints for its leading axes (see the
+    module's docstring)."""
+    parts = list(key) if isinstance(key, tuple) else [key]
+    if parts and parts[-1] is Ellipsis:
+        parts.pop()  # the axes not indexed are kept anyway
+    if len(parts) > x.ndim:
+        raise IndexingError(f"too many indices for a tensor of shape {x.shape}: "
+                            f"{len(parts)} given, {x.ndim} dimension(s)")
+    lead = x.shape[:len(parts)]
+    shape: tuple[int, ...] = ()
+    flat: Tensor | int = 0
+    stride = 1
+    for d in reversed(range(len(parts))):
+        place = _array_index(parts[d], x, d)
+        if type(place) is Tensor:
+            shape = broadcast_shapes(shape, place.shape, "integer-array indexing")
+        flat = place * stride + flat
+        stride *= lead[d]
+    rows = x.reshape((numel(lead),) + x.shape[len(parts):])
+    if type(flat) is not Tensor:
+        raise IndexingError("integer-array indexing needs at least one integer tensor")
+    return take(rows, broadcast_to(flat, shape) if flat.shape != shape else flat, 0)
+
+
+def _array_index(part: Any, x: Tensor, d: int) -> _Index:
+    """One part of an integer-tensor key: an int, or a tensor of positions along axis
+    ``d`` wrapped from the end and clamped to the axis, in int32."""
+    if type(part) is not Tensor:
+        if part is None or part is Ellipsis or isinstance(part, slice) or isinstance(
+                part, bool) or not isinstance(part, int):
+            raise IndexingError(f"integer-array indexing takes ints and integer tensors, one "
+                                f"per leading axis, not {part!r}; index slices, None and ... "
+                                "in a second step (for example t[i, j][..., 1:])")
+        return int_index(part, x.shape, d)
+    if part.device is not x.device:
+        raise DeviceMismatchError(f"integer-array indexing: the index t{part.id} lives on "
+                                  f"{part.device!r}, the tensor on {x.device!r}")
+    if not part.dtype.is_int:
+        raise IndexingError(
+            f"an index tensor must hold integers, got {part.dtype.label}"
+            + ("; boolean masks do not index (the result's shape would depend on the data): "
+               "use where(), or nonzero() and then index" if part.dtype is DType.bool else ""))
+    n = x.shape[d]
+    if part.dtype.itemsize == 8 or part.dtype is DType.uint32:  # into int32's range first
+        part = elementwise("minimum", part, n - 1)
+        if not part.dtype.is_unsigned:
+            part = elementwise("maximum", part, -n)
+    if part.dtype is not DType.int32:
+        part = part.astype(DType.int32)
+    part = where(part < 0, part + n, part)
+    return elementwise("minimum", elementwise("maximum", part, 0), max(n - 1, 0))

@@ -1,0 +1,118 @@
+"""Array API 2024.12 names and integer-array indexing, with array_api_strict as the oracle:
+``t[i, j]`` with integer tensors (and ints), a 0-d integer index, ``af.bool``,
+``__array_api_version__``, ``linalg.vecdot``/``matrix_transpose``, ``to_device`` and the
+DLPack methods (a lazy tensor refuses ``__dlpack__`` and says how to read it)."""
+
+from __future__ import annotations
+
+import array_api_strict as xp
+import numpy as np
+import pytest
+
+import asyncfusion as af
+
+A = np.arange(24, dtype=np.float32).reshape(4, 6) - 5
+
+KEYS = [  # integer index arrays (numpy int32 arrays) and ints, as array_api_strict takes them
+    (np.int32([2, 0]), np.int32([1, 3])),
+    (np.int32([[3], [-1]]), np.int32([0, -6, 5])),  # broadcast together, negatives count back
+    (1, np.int32([[0, 2], [4, 4]])),  # an int beside an array
+    (np.int32([3, 3, 0]), -2),
+    (np.array(2, np.int32),),  # a 0-d index: the row
+    (np.array(-1, np.int32), np.array(0, np.int32)),
+    (np.int32([[1, 2], [0, 3]]), Ellipsis),
+]
+
+
+def _strict(key):
+    return tuple(xp.asarray(k) if isinstance(k, np.ndarray) else k for k in key)
+
+
+def _ours(key, device):
+    return tuple(af.tensor(k, device=device) if isinstance(k, np.ndarray) else k for k in key)
+
+
+@pytest.mark.parametrize("key", KEYS, ids=[str(k) for k in KEYS])
+async def test_integer_array_indexing_matches_array_api_strict(key, dev, plain, ref):
+    expected = A[key]
+    if key[-1] is not Ellipsis and len(key) == A.ndim:  # the keys array_api_strict takes
+        np.testing.assert_array_equal(np.asarray(xp.asarray(A)[_strict(key)]), expected)
+    for device in (dev, plain, ref):
+        t = af.tensor(A, device=device)
+        ours = _ours(key, device)
+        got = await t[ours if len(ours) > 1 else ours[0]].to_data()
+        assert got.shape == expected.shape
+        np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("dtype", [af.int16, af.uint32, af.int64, af.uint16])
+async def test_index_dtypes(dtype, ref):
+    t = af.tensor(A, device=ref)
+    i = af.tensor(np.array([3, 0, 1]), dtype=dtype, device=ref)
+    np.testing.assert_array_equal(await t[i, i].to_data(), A[[3, 0, 1], [3, 0, 1]])
+
+
+async def test_out_of_range_indices_are_clamped_like_take(ref):
+    t = af.tensor(A, device=ref)
+    i = af.tensor(np.int64([9, -9, 2**40]), dtype=af.int64, device=ref)
+    np.testing.assert_array_equal(await t[i, 0].to_data(), A[[3, 0, 3], 0])
+    u = af.tensor(np.uint32([2**32 - 1, 2**31, 1]), dtype=af.uint32, device=ref)
+    np.testing.assert_array_equal(await t[u, 0].to_data(), A[[3, 3, 1], 0])
+
+
+def test_integer_array_index_errors():
+    t = af.tensor(A)
+    with pytest.raises(af.IndexingError, match="boolean masks do not index"):
+        t[t > 0]
+    with pytest.raises(af.IndexingError, match="must hold integers"):
+        t[af.tensor([0.5])]
+    with pytest.raises(af.IndexingError, match="ints and integer tensors"):
+        t[af.tensor([0, 1]), 1:]
+    with pytest.raises(af.IndexingError, match="too many indices"):
+        t[af.tensor([0]), 0, 0]
+    with pytest.raises(af.IndexingError, match="out of range"):
+        t[af.tensor([0]), 6]
+    with pytest.raises(af.ShapeError):
+        t[af.tensor([0, 1]), af.tensor([0, 1, 2])]
+
+
+def test_namespace_names():
+    assert af.bool is af.bool_ and repr(af.bool) == "asyncfusion.bool"
+    assert af.__array_api_version__ == "2024.12"
+    assert af.isdtype(af.bool, "bool")
+    assert af.asarray(np.array([True])).dtype == af.bool
+
+
+def test_linalg_vecdot_and_matrix_transpose_match_array_api_strict():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    b = np.float32([1, -2, 0.5, 3])
+    np.testing.assert_array_equal(
+        af.linalg.vecdot(af.asarray(a), af.asarray(b)).numpy(),
+        np.asarray(xp.linalg.vecdot(xp.asarray(a), xp.asarray(b))))
+    np.testing.assert_array_equal(af.linalg.matrix_transpose(af.asarray(a)).numpy(),
+                                  np.asarray(xp.linalg.matrix_transpose(xp.asarray(a))))
+    assert af.matrix_transpose is af.linalg.matrix_transpose
+    with pytest.raises(TypeError, match="asyncfusion Tensor"):
+        af.linalg.matrix_transpose(a)
+
+
+async def test_to_device(dev, ref):
+    t = af.tensor(A, device=dev)
+    assert t.to_device(dev) is t
+    assert t.to_device(t.device, stream=None) is t
+    with pytest.raises(af.DeviceMismatchError, match="await t.to_data"):
+        t.to_device(ref)
+    with pytest.raises(ValueError, match="stream"):
+        t.to_device(dev, stream=1)
+    with pytest.raises(TypeError, match="asyncfusion Device"):
+        t.to_device("cpu")
+
+
+async def test_dlpack_reports_the_device_and_refuses_a_lazy_export(dev, ref):
+    assert af.tensor(A, device=ref).__dlpack_device__() == (1, 0)  # host memory
+    t = af.tensor(A, device=dev)
+    kind = dev.backend.rt.adapter_info["backend_type"]
+    assert t.__dlpack_device__() == ({"Vulkan": 7, "Metal": 8}.get(kind, 12), 0)
+    with pytest.raises(BufferError, match=r"np.from_dlpack\(await t.to_data\(\)\)"):
+        t.__dlpack__()
+    np.testing.assert_array_equal(np.from_dlpack(await t.to_data()), A)
