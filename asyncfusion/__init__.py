@@ -5,6 +5,8 @@ compute kernels and dispatches them through wgpu. Read results with
 ``await tensor.to_data()``.
 """
 
+import inspect as _inspect
+
 from ._env import ensure_runtime_dir as _ensure_runtime_dir
 
 _ensure_runtime_dir()  # before any wgpu driver loads: silences Mesa's XDG_RUNTIME_DIR errors
@@ -16,8 +18,8 @@ from .nonzero import nonzero
 from .creation import (arange, empty, empty_like, eye, full, full_like, linspace, ones,
                        ones_like, rand, randn, tensor, zeros, zeros_like)
 from .device import Device, default_device, open_device, to_data
-from .dtype import (DType, bool_, float16, float32, float64, int16, int32, int64, uint16,
-                    uint32, uint64)
+from .dtype import (DType, NarrowingWarning, bool_, float16, float32, float64, int16, int32,
+                    int64, uint16, uint32, uint64)
 from .errors import (AsyncFusionError, AxisError, BlockingCallError, DataError,
                      DeviceClosedError, DeviceLostError, DeviceMismatchError, DTypeError,
                      ExecutionError, IndexingError, InputError, LimitError, NoAdapterError,
@@ -28,8 +30,8 @@ from .interop import asarray, from_dlpack
 from .linalg import matmul, matrix_transpose, tensordot
 from .manipulation import (broadcast_arrays, broadcast_shapes, count_nonzero,
                            cumulative_prod, cumulative_sum, diff, expand_dims, isin, meshgrid,
-                           moveaxis, permute_dims, repeat, roll, tile, tril, triu, unstack,
-                           vecdot)
+                           moveaxis, permute_dims, repeat, reshape, roll, tile, tril, triu,
+                           unstack, vecdot)
 from .namespace import (__array_namespace_info__, astype, can_cast, e, finfo, iinfo, inf,
                         isdtype, nan, newaxis, pi, result_type)
 from .elementwise_api import (acos, acosh, add, asin, asinh, atan, atan2, atanh, bitwise_and,
@@ -41,10 +43,10 @@ from .elementwise_api import (acos, acosh, add, asin, asinh, atan, atan2, atanh,
                               nextafter, not_equal, positive, pow, real, reciprocal, signbit,
                               sinh, subtract, tan, trunc)
 from .stream import StreamId
-from .reductions import (clip, gelu, layer_norm, log_softmax, logsumexp, mean, silu,
-                         softmax, var)
+from .reductions import (clip, gelu, layer_norm, log_softmax, logsumexp, mean, prod, silu,
+                         softmax, sum, var)
 from .tensor import Tensor, cat, concat, maximum, minimum, where
-from .views import broadcast_to, contiguous, flip, permute, reshape, squeeze, unsqueeze
+from .views import broadcast_to, contiguous, flip, permute, squeeze, unsqueeze
 from .trace import take_launches, tracing
 from .searching import searchsorted
 from .sets import (UniqueAllResult, UniqueCountsResult, UniqueInverseResult, unique_all,
@@ -91,7 +93,7 @@ __all__ = [
     "BlockingCallError", "NoAdapterError",
     "tensordot", "searchsorted", "unique_all", "unique_counts", "unique_inverse",
     "unique_values", "UniqueAllResult", "UniqueCountsResult", "UniqueInverseResult",
-    "IntermediateKeptWarning", "bool",
+    "IntermediateKeptWarning", "NarrowingWarning", "bool",
 ]
 
 
@@ -100,11 +102,12 @@ def _method(name: str, doc: str) -> object:
         return getattr(x, name)(*args, **kwargs)  # type: ignore[no-any-return]
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
+    params = list(_inspect.signature(getattr(Tensor, name)).parameters.values())
+    x = params[0].replace(name="x", kind=_inspect.Parameter.POSITIONAL_ONLY)
+    fn.__signature__ = _inspect.Signature([x, *params[1:]])  # type: ignore[attr-defined]
     return fn
 
 
-sum = _method("sum", "Sum over an axis, a tuple of axes or all (keepdims as numpy).")  # noqa: A001
-prod = _method("prod", "Product over an axis, a tuple of axes or all.")
 max = _method("max", "Maximum over an axis, a tuple of axes or all (NaN propagates).")  # noqa: A001
 min = _method("min", "Minimum over an axis, a tuple of axes or all (NaN propagates).")  # noqa: A001
 any = _method("any", "Whether any element is true (non-zero) over the axes.")  # noqa: A001

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import math
 import operator
+import warnings
 from typing import Any
 
 import numpy as np
 
-from .dtype import DType, as_dtype, check_held, from_numpy, int_range
+from .dtype import NARROWED, DType, NarrowingWarning, as_dtype, check_held, from_numpy, int_range
 from .errors import DataError, ShapeError
 from .ir import InitOp, IotaOp
 from .tensor import Tensor, _check_size, check_dims
@@ -73,7 +74,26 @@ def _convert(data: Any, dtype: DType | None, device: Any, what: str) -> np.ndarr
                             "keep the data as float32 or replace them first")
         _check_fits(arr.min(), arr.max(), target, what)
     with np.errstate(all="ignore"):
-        return arr.astype(target.np)
+        out = arr.astype(target.np)
+    if dtype is None and arr.dtype in NARROWED and type(data) is np.ndarray:
+        _warn_narrowing(arr.dtype, target, what)
+    return out
+
+
+_WARNED: set[np.dtype] = set()  # the source dtypes already warned about in this process
+
+
+def _warn_narrowing(source: np.dtype, target: DType, what: str) -> None:
+    """Say once per process (per source dtype) that 64-bit numpy data was narrowed."""
+    if source in _WARNED:
+        return
+    _WARNED.add(source)
+    keep = "float64" if source.kind == "f" else source.name
+    warnings.warn(f"{what}: numpy {source.name} data becomes {target.label} (asyncfusion's "
+                  f"default, as JAX's); pass dtype=asyncfusion.{keep} to keep 64 bits (where "
+                  f"the adapter has them) or dtype=asyncfusion.{target.label} to narrow "
+                  "without this warning (shown once per process)", NarrowingWarning,
+                  stacklevel=4)
 
 
 def _check_fits(low: Any, high: Any, target: DType, what: str) -> None:
@@ -87,7 +107,8 @@ def tensor(data: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
     """A tensor holding ``data`` (nested lists, a scalar, or a numpy array).
 
     float64 data becomes float32 and int64 becomes int32 (values must fit) unless ``dtype``
-    says float64/int64 (where the adapter has them); complex,
+    says float64/int64 (where the adapter has them); numpy float64/int64/uint64 arrays
+    given without ``dtype`` warn once per process (:class:`NarrowingWarning`); complex,
     string and object data raise :class:`DTypeError` / :class:`DataError`.
     """
     device = _device(device)
@@ -95,12 +116,12 @@ def tensor(data: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
     return from_numpy_array(_convert(data, target, device, "tensor()"), device)
 
 
-def full(shape: Any, value: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
-    """A tensor of ``shape`` filled with ``value``."""
+def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
+    """A tensor of ``shape`` filled with ``fill_value``."""
     device = _device(device)
     shape = _shape(shape)
     dt = as_dtype(dtype) if dtype is not None else None
-    fill = _convert(value, dt, device, "full()")
+    fill = _convert(fill_value, dt, device, "full()")
     if fill.ndim:
         raise DataError(f"full(): the fill value must be a scalar, not shape {fill.shape}")
     _check_size(shape, device, "full()", as_dtype(fill.dtype))
@@ -136,7 +157,8 @@ def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any 
     arange); where the arange itself must exist (it is read, kept, or given to an op that
     does not fuse) one kernel writes it. Float ranges are computed in float32 (in float64
     for ``dtype=float64``): within a few ulps of numpy, which computes in float64 and
-    rounds; integer ranges are exact.
+    rounds; integer ranges are exact. Float bounds with an integer ``dtype`` give numpy's
+    truncated float64 values, made on the host and uploaded.
     """
     if stop is None:
         start, stop = 0, start
@@ -162,6 +184,9 @@ def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any 
     last = start + (n - 1) * step
     for dt in (d for d in {target, compute} if d.is_int and n):
         _check_fits(min(start, last), max(start, last), dt, "arange()")
+    if target.is_int and not ints:  # numpy truncates its float64 values (float32 would
+        # round some across an integer): made on the host, as numpy makes them
+        return tensor(np.trunc(np.arange(start, stop, step)), target, device=device)
     if compute.is_int:
         bits = compute.bits
         start, step = (int(v) % 2**bits for v in (start, step))  # wraps as the kernel does
@@ -193,9 +218,10 @@ def randn(shape: Any, *, seed: int | None = None, device: Any = None) -> Tensor:
 
 
 
-def full_like(x: Tensor, value: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
-    """A tensor of ``x``'s shape (and dtype and device, unless given) filled with ``value``."""
-    return full(x.shape, value, dtype if dtype is not None else x.dtype,
+def full_like(x: Tensor, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
+    """A tensor of ``x``'s shape (and dtype and device, unless given) filled with
+    ``fill_value``."""
+    return full(x.shape, fill_value, dtype if dtype is not None else x.dtype,
                 device=device if device is not None else x.device)
 
 

@@ -21,7 +21,7 @@ from .errors import DTypeError
 
 __all__ = ["DType", "float16", "float32", "float64", "int16", "int32", "int64", "uint16",
            "uint32", "uint64", "bool_", "as_dtype", "promote", "check_held", "int_range",
-           "to_storage"]
+           "to_storage", "check_promoted", "NarrowingWarning", "NARROWED"]
 
 
 class DType(enum.Enum):
@@ -109,6 +109,15 @@ _CONVERTIBLE = {
     np.dtype(np.uint8): DType.uint32,
     np.dtype(np.uint64): DType.uint32,
 }
+# The conversions that lose bits (warned about once per process, :class:`NarrowingWarning`).
+NARROWED = frozenset(np.dtype(t) for t in (np.float64, np.int64, np.uint64))
+
+
+class NarrowingWarning(UserWarning):
+    """numpy float64/int64/uint64 data given without ``dtype=`` was narrowed to
+    float32/int32/uint32 (shown once per process for each source dtype)."""
+
+
 _NAMES = {d.label: d for d in DType} | {"bool_": DType.bool, "f32": DType.float32,
                                         "f16": DType.float16, "half": DType.float16,
                                         "f64": DType.float64, "double": DType.float64,
@@ -171,9 +180,9 @@ def promote(a: DType, b: DType, op: str) -> DType:
     Rules: equal types stay; two floats give the wider; an integer with a float gives
     the float (as torch); integers follow the Array API's lattice (the wider of one
     signedness; an unsigned with a wider signed gives the signed, uint16 with int16 gives
-    int32); bool mixes only with bool. Refused: a pair whose common type would be an
-    int64 that neither operand is (int32 or int16 with uint32: int64 is not on every
-    adapter), and uint64 with a signed integer (no common integer type).
+    int32, int32 or int16 with uint32 gives int64); bool mixes only with bool. Refused:
+    uint64 with a signed integer (no common integer type). Whether a device holds the
+    result (int64 needs ``shader-int64``) is :func:`check_promoted`'s question.
     """
     if a is b:
         return a
@@ -197,13 +206,19 @@ def promote(a: DType, b: DType, op: str) -> DType:
             "float64); cast one operand with .astype(asyncfusion.int64) or "
             ".astype(asyncfusion.uint64)."
         )
-    if unsigned is DType.uint16:
-        return DType.int32
-    raise DTypeError(
-        f"{op}: {a.label} and {b.label} have no common type narrower than int64, which "
-        "not every adapter holds; cast one operand with .astype(asyncfusion.int32), "
-        ".astype(asyncfusion.uint32) or .astype(asyncfusion.int64)."
-    )
+    return DType.int32 if unsigned is DType.uint16 else DType.int64
+
+
+def check_promoted(dtype: DType, device: object, what: str) -> None:
+    """Refuse the int64 that promotion gives for int32 (or int16) with uint32 on a
+    device whose adapter lacks ``shader-int64`` (its operands are held: only this
+    widening can give a dtype the device does not hold)."""
+    held = getattr(getattr(device, "backend", None), "dtypes", None)
+    if held is not None and dtype not in held:
+        raise DTypeError(
+            f"{what}: a signed integer with uint32 gives int64 (the Array API's promotion), "
+            "which this device's adapter cannot hold (it lacks shader-int64); cast one "
+            "operand with .astype(asyncfusion.int32) or .astype(asyncfusion.uint32) first")
 
 
 # The adapter features each optional dtype needs, and the dtype to use without them.

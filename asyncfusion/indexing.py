@@ -255,9 +255,11 @@ def rank_sort_limit(x: Tensor, rows: int = 1) -> int | None:
     return min(_MAX_SORT, math.isqrt(x.device.backend.max_buffer_size // (4 * max(rows, 1))))
 
 
-def argsort(x: Tensor, axis: int = -1, descending: bool = False) -> Tensor:
+def argsort(x: Tensor, axis: int = -1, descending: bool = False, *,
+            stable: bool = True) -> Tensor:
     """Indices that sort ``x`` along ``axis`` (stable; NaN last, as numpy; ``descending``
-    keeps equal elements in order too). See the module for the two methods."""
+    keeps equal elements in order too). See the module for the two methods. Both are
+    stable, so ``stable=False`` (the standard's keyword) gives the same order."""
     if type(x) is not Tensor:
         raise TypeError(f"argsort needs an asyncfusion Tensor, not {type(x).__name__}")
     if x.dtype is DType.bool:
@@ -295,6 +297,8 @@ def argsort(x: Tensor, axis: int = -1, descending: bool = False) -> Tensor:
     return perm.transpose(ax, last) if ax != last else perm
 
 
-def sort(x: Tensor, axis: int = -1, descending: bool = False) -> Tensor:
-    """``x`` sorted along ``axis`` (stable; NaN last). See :func:`argsort` for its cost."""
+def sort(x: Tensor, axis: int = -1, descending: bool = False, *,
+         stable: bool = True) -> Tensor:
+    """``x`` sorted along ``axis`` (stable whatever ``stable`` says; NaN last). See
+    :func:`argsort` for its cost."""
     return take_along_axis(x, argsort(x, axis, descending), axis)

@@ -2,7 +2,7 @@
 element-wise ops, ``cat`` and reductions (so each fuses with what surrounds it).
 
 ``moveaxis``, ``expand_dims``, ``permute_dims``, ``unstack``, ``broadcast_arrays`` and
-``meshgrid`` are views; ``tile`` and ``repeat`` a broadcast view made dense; ``roll`` and
+``meshgrid`` are views (``reshape`` too, where strides allow); ``tile`` and ``repeat`` a broadcast view made dense; ``roll`` and
 ``diff`` slices joined or subtracted; ``tril``/``triu`` a ``where`` over an index
 comparison; ``count_nonzero`` and ``vecdot`` one fused reduction; ``cumulative_sum`` and
 ``cumulative_prod`` a Hillis-Steele scan (log2(n) shifted adds).
@@ -21,11 +21,12 @@ from .errors import AxisError, DTypeError, ShapeError
 from .reductions import reduce
 from .tensor import broadcast_shapes as broadcast_shapes_of
 from .tensor import Tensor, cat, elementwise, normalize_axis, where
-from .views import broadcast_to, permute, reshape, unsqueeze
+from .views import broadcast_to, permute, reshape_target, unsqueeze
+from .views import reshape as view_reshape
 
 __all__ = ["moveaxis", "expand_dims", "permute_dims", "unstack", "broadcast_arrays",
            "meshgrid", "tile", "repeat", "roll", "diff", "tril", "triu", "count_nonzero",
-           "vecdot", "cumulative_sum", "cumulative_prod", "broadcast_shapes", "isin"]
+           "vecdot", "cumulative_sum", "cumulative_prod", "broadcast_shapes", "isin", "reshape"]
 
 
 def _tensor(x: Any, what: str) -> Tensor:
@@ -44,6 +45,21 @@ def _seq(v: int | Sequence[int]) -> tuple[int, ...]:
 
 def _take(x: Tensor, axis: int, part: slice) -> Tensor:
     return x[(slice(None),) * axis + (part,)]
+
+
+def reshape(x: Tensor, /, shape: int | Sequence[int], *, copy: bool | None = None) -> Tensor:
+    """The same elements in ``shape`` (one dimension may be -1): a view where strides
+    allow, else a copy. ``copy=True`` always copies; ``copy=False`` never does and raises
+    :class:`ShapeError` where a view cannot express the new shape (a transposed or
+    sliced tensor, for example)."""
+    x = _tensor(x, "reshape")
+    dims = tuple(shape) if isinstance(shape, Sequence) else (shape,)
+    if copy is False and x.view_layout.reshape(reshape_target(x.shape, dims)) is None:
+        raise ShapeError(f"reshape: a tensor of shape {x.shape} laid out with strides "
+                         f"{x.view_layout.strides} cannot be seen as shape {dims} without a "
+                         "copy, and copy=False forbids one; pass copy=None (copy only when "
+                         "needed) or call .contiguous() first")
+    return view_reshape(elementwise("copy", x) if copy else x, dims)
 
 
 def moveaxis(x: Tensor, source: int | Sequence[int], destination: int | Sequence[int]

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .dtype import DType
+from .dtype import DType, as_dtype
 from .errors import AxisError, DTypeError, ShapeError
 from .ir import ReduceOp, numel
 from .primitives import REDUCTIONS
 from .tensor import Tensor, _check_size, elementwise, normalize_axis
 
-__all__ = ["reduce", "mean", "var", "softmax", "log_softmax", "logsumexp", "layer_norm",
+__all__ = ["reduce", "sum", "prod", "mean", "var", "softmax", "log_softmax", "logsumexp", "layer_norm",
            "gelu", "silu", "clip"]
 
 
@@ -67,6 +67,31 @@ def reduce(op: str, x: Tensor, axis: Any = None, keepdims: bool = False) -> Tens
     out_ir = out.out_ir()
     x.device.register(ReduceOp(op, x.ir(), axes, keepdims, out_ir), (x.id,), out_ir)
     return out
+
+
+def _accumulated(op: str, x: Tensor, axis: Any, dtype: Any, keepdims: bool) -> Tensor:
+    if type(x) is not Tensor:
+        raise TypeError(f"{op}() needs an asyncfusion Tensor, not {type(x).__name__}")
+    if dtype is None:
+        return reduce(op, x, axis, keepdims)
+    dt = as_dtype(dtype)
+    out = reduce(op, x if dt is x.dtype else x.astype(dt), axis, keepdims)
+    return out if out.dtype is dt else out.astype(dt)  # int16 accumulates in its lane
+
+
+def sum(x: Tensor, /, *, axis: Any = None, dtype: Any = None,  # noqa: A001 - the standard's
+        keepdims: bool = False) -> Tensor:
+    """The sum over ``axis`` (an int, a tuple of axes or None: all). Without ``dtype``:
+    x's dtype, int32/uint32 for int16/uint16; with it, ``x`` is cast to
+    ``dtype`` first (``dtype=float64`` sums float32 data in float64), and the result is
+    ``dtype`` (int16 sums in its int32 lane, wrapped back to int16)."""
+    return _accumulated("sum", x, axis, dtype, keepdims)
+
+
+def prod(x: Tensor, /, *, axis: Any = None, dtype: Any = None,
+         keepdims: bool = False) -> Tensor:
+    """The product over ``axis``, with ``dtype`` as :func:`sum`'s."""
+    return _accumulated("prod", x, axis, dtype, keepdims)
 
 
 # A row folds in one workgroup, so a very long one takes one GPU core (and past ~16M

@@ -14,7 +14,7 @@ import numpy as np
 
 from ._debug import in_event_loop
 from .engine.memory import Poison
-from .dtype import NEEDS, DType, as_dtype, check_held, int_range, promote
+from .dtype import NEEDS, DType, as_dtype, check_held, check_promoted, int_range, promote
 from .errors import (AxisError, BlockingCallError, DeviceMismatchError, DTypeError, LimitError,
                      ShapeError)
 from .ir import CatOp, ElementwiseOp, Layout, ScalarIr, TensorIr, TensorStatus, numel
@@ -606,6 +606,8 @@ def elementwise(op: str, *args: Any, dtype: DType | None = None) -> Tensor:
         resolved = _RESOLVED[key] = _resolve(op, args, dtype)
     compute, out_dtype, plain = resolved
     device = first.device
+    if out_dtype is DType.int64:  # int32 with uint32: held where the adapter has int64
+        check_promoted(out_dtype, device, _what(op))
     scalars: tuple[Any, ...] = ()
     if len(ids) == len(args):
         pass
@@ -710,19 +712,19 @@ def maximum(a: Any, b: Any) -> Tensor:
 
 
 def cat(tensors: list[Tensor] | tuple[Tensor, ...], axis: int = 0) -> Tensor:
-    """Concatenate tensors of one device and dtype along ``axis``."""
+    """Concatenate tensors of one device along ``axis``; their dtypes promote as an
+    element-wise op's operands do (int16 with int32 gives int32)."""
     tensors = list(tensors)
     if not tensors or any(type(t) is not Tensor for t in tensors):
         raise TypeError("cat: give a non-empty list of asyncfusion Tensors")
     first = tensors[0]
+    dtype = first.dtype
     for t in tensors[1:]:
         if t.device is not first.device:
             raise DeviceMismatchError(
                 f"cat: tensors t{first.id} and t{t.id} live on two devices ({first.device!r} "
                 f"and {t.device!r}); read one and create it again on the other's device")
-        if t.dtype is not first.dtype:
-            raise DTypeError(f"cat: dtypes differ ({first.dtype.label} and {t.dtype.label}); "
-                             "cast with .astype(...) first")
+        dtype = promote(dtype, t.dtype, "cat")
         if t.ndim != first.ndim:
             raise ShapeError(f"cat: ranks differ (shapes {first.shape} and {t.shape})")
     ax = normalize_axis(axis, first.ndim, "cat")
@@ -731,8 +733,10 @@ def cat(tensors: list[Tensor] | tuple[Tensor, ...], axis: int = 0) -> Tensor:
             raise ShapeError(f"cat: shapes {first.shape} and {t.shape} differ outside axis {ax}")
     shape = list(first.shape)
     shape[ax] = sum(t.shape[ax] for t in tensors)
-    _check_size(tuple(shape), first.device, "cat", first.dtype)
-    out = Tensor(tuple(shape), first.dtype, first.device)
+    _check_size(tuple(shape), first.device, "cat", dtype)
+    check_promoted(dtype, first.device, "cat")
+    tensors = [t if t.dtype is dtype else t.astype(dtype) for t in tensors]
+    out = Tensor(tuple(shape), dtype, first.device)
     out_ir = out.out_ir()
     first.device.register(CatOp(tuple(t.ir() for t in tensors), ax, out_ir),
                           tuple(t.id for t in tensors), out_ir)
