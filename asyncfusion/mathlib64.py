@@ -503,6 +503,24 @@ fn af_dddiv_f64(n: vec2<f64>, d: vec2<f64>) -> f64 {{
   return max(x, y) + af_log1p_f64(af_exp_f64(-abs(x - y)));
 }}
 """,
+    "af_copysign": f"""fn af_copysign_f64(x: f64, y: f64) -> f64 {{
+  return bitcast<f64>((bitcast<i64>(x) & {_ABS}) | (bitcast<i64>(y) & ~{_ABS}));
+}}
+""",
+    # on bits, as the float32 one: a step of one unit in the last place towards y
+    "af_nextafter": f"""fn af_nextafter_f64(x: f64, y: f64) -> f64 {{
+  let bx = bitcast<i64>(x);
+  let by = bitcast<i64>(y);
+  let ax = bx & {_ABS};
+  let ay = by & {_ABS};
+  if (ax > {_INFB} || ay > {_INFB}) {{ return {_NAN}; }}
+  if (bx == by || (ax | ay) == 0li) {{ return y; }}
+  if (ax == 0li) {{ return bitcast<f64>((by & ~{_ABS}) | 1li); }}
+  let kx = select(bx, -ax, bx < 0li);
+  let ky = select(by, -ay, by < 0li);
+  return bitcast<f64>(select(bx - 1li, bx + 1li, (ky > kx) == (bx >= 0li)));
+}}
+""",
     # numpy's special cases first (C99's pow), then exp(y log|x|) with y log|x| in
     # double-double; odd integer powers of negative x negated.
     "af_pow": f"""fn af_pow_f64(a: f64, b: f64) -> f64 {{

@@ -90,7 +90,8 @@ WIDE = frozenset((
     "cast", "copy", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_invert",
     "bitwise_left_shift", "bitwise_right_shift", "floor_divide", "remainder", "pow",
     "exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "asin", "acos",
-    "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "hypot", "logaddexp"))
+    "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "hypot", "logaddexp",
+    "copysign", "nextafter"))
 
 
 def register(p: Primitive) -> Primitive:

@@ -140,3 +140,17 @@ async def test_float64_chain_fused_and_plain_agree(dev, plain):
         np.exp(x) * 0.25 + np.log(np.abs(x) + 1.0))
     assert results[0].dtype == F64
     np.testing.assert_allclose(results[0], want, rtol=1e-14, atol=1e-15)
+
+
+async def test_float64_copysign_and_nextafter_are_bit_exact(dev):
+    tiny = np.finfo(np.float64).smallest_subnormal
+    vals = np.array([0.0, -0.0, 1.0, -1.0, 2.5, -2.5, np.inf, -np.inf, np.nan, tiny, -tiny,
+                     np.finfo(np.float64).max, -np.finfo(np.float64).max, 1e-300], np.float64)
+    x, y = (a.reshape(-1) for a in np.meshgrid(vals, vals))
+    tx, ty = (af.tensor(a, dtype=af.float64, device=dev) for a in (x, y))
+    for name in ("copysign", "nextafter"):
+        got = await getattr(af, name)(tx, ty).to_data()
+        with np.errstate(over="ignore"):  # nextafter(max, inf) is inf
+            want = getattr(np, name)(x, y)
+        same = (got.view(np.int64) == want.view(np.int64)) | (np.isnan(got) & np.isnan(want))
+        assert same.all(), (name, x[~same], y[~same], got[~same], want[~same])
