@@ -24,6 +24,7 @@ A row of ``P = 2**p`` padded elements costs ``1 + sum over stages 2**(b+1)..P of
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -245,7 +246,7 @@ def _stages_np(key: np.ndarray, idx: np.ndarray, block: int, k_lo: int, k_hi: in
     return key, idx
 
 
-def _block_np(kind: str):  # type: ignore[no-untyped-def]
+def _block_np(kind: str) -> Callable[..., tuple[np.ndarray, np.ndarray]]:
     def twin(src: np.ndarray, n: int, p: int, rows: int, block: int, k_lo: int, k_hi: int,
              j: int, desc: int) -> tuple[np.ndarray, np.ndarray]:
         bits = src.reshape(-1).view(np.uint32).reshape(rows, n)
@@ -270,19 +271,25 @@ def _step_twin(key: np.ndarray, idx: np.ndarray, n: int, p: int, rows: int, bloc
     return key.reshape(-1), idx.reshape(-1).view(np.int32)
 
 
-def _pair_outputs(*specs_and_params: object) -> list[tuple[tuple[int, ...], str]]:
-    n, p, rows = specs_and_params[-8:-5]
-    size = int(rows) * int(p)  # type: ignore[call-overload]
-    return [((size,), "uint32"), ((size,), "int32")]
+def _params(args: tuple[object, ...]) -> tuple[int, ...]:
+    """A rule's params, after the inputs' Specs: n, p, rows, block, k_lo, k_hi, j, mode."""
+    params = tuple(v for v in args[-8:] if isinstance(v, int))
+    assert len(params) == 8, args
+    return params
 
 
-def _block_groups(*a: object) -> tuple[int, int]:
-    n, p, rows, block = (int(v) for v in a[-8:-4])  # type: ignore[call-overload]
+def _pair_outputs(*args: object) -> list[tuple[tuple[int, ...], str]]:
+    _, p, rows, *_ = _params(args)
+    return [((rows * p,), "uint32"), ((rows * p,), "int32")]
+
+
+def _block_groups(*args: object) -> tuple[int, int]:
+    _, p, rows, block, *_ = _params(args)
     return _spread(rows * (p // block))
 
 
-def _step_groups(*a: object) -> tuple[int, int]:
-    n, p, rows = (int(v) for v in a[-8:-5])  # type: ignore[call-overload]
+def _step_groups(*args: object) -> tuple[int, int]:
+    _, p, rows, *_ = _params(args)
     return _spread(-(-rows * (p // 2) // _WG))
 
 
