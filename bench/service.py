@@ -189,7 +189,10 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=1,
                     help="load-generator processes (more for rates past ~2,000 req/s)")
     ap.add_argument("--paths", default="/search,/mlp")
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "service"))
+    tag = os.environ.get("AF_BENCH_HOST_TAG", "cpu-lavapipe")  # the load side opens no device
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / f"service-{tag}"),
+                    help="path without suffix (default: bench/results/service-$AF_BENCH_HOST_TAG,"
+                         " cpu-lavapipe when unset); .json and .png are written")
     args = ap.parse_args()
     if args.quick:
         args.rates, args.seconds = "25,50,100", 3.0
@@ -208,6 +211,8 @@ def main() -> None:
     if importlib.util.find_spec("matplotlib") is not None:
         plot(rows, out.with_suffix(".png"))
         print(f"wrote {out.with_suffix('.png')}")
+    else:
+        print("no plot: matplotlib is not installed (pip install matplotlib)")
 
 
 if __name__ == "__main__":
