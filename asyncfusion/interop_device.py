@@ -24,7 +24,7 @@ from typing import Any
 
 from .dtype import DType, as_dtype
 from .engine.memory import Storage
-from .errors import LimitError, ShapeError
+from .errors import DataError, LimitError, ShapeError
 from .ir import ExternOp, Layout, ViewOp, numel
 from .tensor import Tensor
 
@@ -161,11 +161,11 @@ def adopt(buffer: Any, shape: tuple[int, ...], dtype: Any, *, device: Any = None
     if any(d < 0 for d in shape):
         raise ShapeError(f"adopt: shape {shape} has a negative dimension")
     if not buffer.usage & _STORAGE or not buffer.usage & _COPY_SRC:
-        raise ValueError("adopt: the buffer needs STORAGE and COPY_SRC usage (kernels bind "
+        raise DataError("adopt: the buffer needs STORAGE and COPY_SRC usage (kernels bind "
                          "it, reads copy from it); create it with usage=wgpu.BufferUsage."
                          "STORAGE | wgpu.BufferUsage.COPY_SRC | ...")
     if offset < 0 or offset % dev.backend.storage_align:
-        raise ValueError(f"adopt: offset {offset} must be a non-negative multiple of "
+        raise DataError(f"adopt: offset {offset} must be a non-negative multiple of "
                          f"{dev.backend.storage_align} bytes (the device's storage alignment)")
     nbytes = numel(shape) * dt.itemsize
     if offset + nbytes > buffer.size:

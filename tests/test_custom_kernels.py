@@ -250,7 +250,7 @@ async def test_adopt_feeds_a_custom_kernel_and_is_validated(dev, ref):
         af.adopt(gpu, (1,), af.float32, device=dev, offset=4)
     staging = rt.device.create_buffer(size=64, usage=wgpu.BufferUsage.MAP_READ |
                                       wgpu.BufferUsage.COPY_DST)
-    with pytest.raises(ValueError, match="STORAGE and COPY_SRC"):
+    with pytest.raises(af.DataError, match="STORAGE and COPY_SRC"):
         af.adopt(staging, (16,), af.float32, device=dev)
     with pytest.raises(TypeError, match="not a wgpu device"):
         af.adopt(gpu, (16,), af.float32, device=ref)
