@@ -45,6 +45,8 @@ from .trace import Counters, emit, trace_enabled
 
 __all__ = ["Request", "Executor", "Server", "Worker"]
 
+_dense_layout = functools.lru_cache(maxsize=1024)(Layout.dense)  # one per read otherwise
+
 
 @dataclass(eq=False)
 class Request:
@@ -169,7 +171,7 @@ class Executor:
                     "ones(), full(), arange(), rand() or randn()")
             else:
                 assert isinstance(h, Storage)
-                layout = r.tensor.layout or Layout.dense(r.tensor.shape)
+                layout = r.tensor.layout or _dense_layout(r.tensor.shape)
                 try:
                     tokens.append((r, self.backend.stage_read(h.buffer, layout, r.tensor.dtype)))
                 except Exception as exc:  # noqa: BLE001

@@ -65,7 +65,7 @@ class Deferred:
         self.max_batch = max_batch  # instances per launch at most (None: all that fit)
         self.memory = memory
         self.counters = counters
-        self.groups: dict[tuple[Any, ...], _Group] = {}
+        self.groups: dict[int, _Group] = {}  # by id of the plan, which they hold
         self.reads: set[int] = set()  # computed tensors that waiting segments read
         self.releases: set[int] = set()  # and those they free
         self.frees: list[int] = []  # freed once the waiting segments ran
@@ -75,31 +75,35 @@ class Deferred:
         free once they ran; False (nothing held) if they cannot wait."""
         if not self.runner.fuse:
             return False
-        memory = self.memory
+        table = self.memory.table
         made: set[int] = set()
         reads: set[int] = set()
         releases: set[int] = set()
+        rw = TensorStatus.READ_WRITE
         for op in ops:
             if type(op) is DropOp:
                 releases.add(op.tensor.id)
                 continue
             for t in op.inputs():
-                if t.id not in made:
-                    if t.id not in memory:
+                tid = t.id
+                if tid not in made:
+                    if tid not in table:
                         return False  # made by a stream still queued, or by a waiting one
-                    reads.add(t.id)
-                if t.status is TensorStatus.READ_WRITE:
-                    releases.add(t.id)
-            made.update(t.id for t in op.outputs())
+                    reads.add(tid)
+                if t.status is rw:
+                    releases.add(tid)
+            for t in op.outputs():
+                made.add(t.id)
         if releases & self.reads or reads & self.releases:
             return False
         try:
-            key, plan, ids = self.runner.lookup(ops)
+            plan, ids = self.runner.lookup(ops)[1:]
         except Exception:  # noqa: BLE001 - a bug in planning: the unbatched path recovers
             return False
-        group = self.groups.get(key)
+        # grouped by plan: one plan per signature (hashing the signature again costs more)
+        group = self.groups.get(id(plan))
         if group is None:
-            self.groups[key] = _Group(plan, [(ops, ids)])
+            self.groups[id(plan)] = _Group(plan, [(ops, ids)])
         else:
             group.members.append((ops, ids))
         self.reads |= reads

@@ -54,7 +54,7 @@ class Runner:
         """(relative signature, its cached plan, the segment's tensor id per relative id):
         segments of equal signature share the plan, whatever their ids."""
         rn = Renumber()
-        key = tuple(op.signature(rn) for op in ops)
+        key = tuple([op.signature(rn) for op in ops])
         plan = self.plans.get(key)
         if plan is None:
             self.counters.plan_cache_misses += 1

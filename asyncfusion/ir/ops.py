@@ -89,15 +89,18 @@ class Renumber:
         self.shapes: dict[tuple[int, ...], tuple[Any, ...]] = {}
 
     def tensor(self, t: TensorIr) -> tuple[Any, ...]:
-        r = self.rel.get(t.id)
+        tid = t.id
+        r = self.rel.get(tid)
         if r is None:
-            r = self.rel[t.id] = len(self.ids)
-            self.ids.append(t.id)
-        shape = self.shapes.get(t.shape)
+            ids = self.ids
+            r = self.rel[tid] = len(ids)
+            ids.append(tid)
+        key = t.shape
+        shape = self.shapes.get(key)
         if shape is None:
             dims = self.dims
-            shape = self.shapes[t.shape] = (
-                tuple(dims.setdefault(d, len(dims)) for d in t.shape), numel(t.shape) % 4 == 0)
+            shape = self.shapes[key] = (
+                tuple([dims.setdefault(d, len(dims)) for d in key]), numel(key) % 4 == 0)
         return (r, t.status, t.dtype, shape, t.layout is None)
 
 
@@ -132,8 +135,8 @@ class OperationIr:
 
 
 def _rw(t: Any, tid: int) -> Any:
-    if isinstance(t, TensorIr) and t.id == tid:  # not dataclasses.replace: 10x dearer
-        return TensorIr(t.id, t.shape, t.dtype, TensorStatus.READ_WRITE, t.layout)
+    if type(t) is TensorIr and t.id == tid:  # not dataclasses.replace: 10x dearer
+        return TensorIr(tid, t.shape, t.dtype, TensorStatus.READ_WRITE, t.layout)
     return t
 
 
@@ -194,7 +197,7 @@ class ElementwiseOp(OperationIr):
     fusible: ClassVar[bool] = True
 
     def inputs(self) -> tuple[TensorIr, ...]:
-        return tuple(a for a in self.args if isinstance(a, TensorIr))
+        return tuple([a for a in self.args if type(a) is TensorIr])
 
     def outputs(self) -> tuple[TensorIr, ...]:
         return (self.out,)
@@ -206,12 +209,16 @@ class ElementwiseOp(OperationIr):
         return f"{t}({self.compute.short})"
 
     def signature(self, rn: Renumber) -> tuple[Any, ...]:
-        args = tuple(rn.tensor(a) if isinstance(a, TensorIr) else a for a in self.args)
-        return (self.op, self.compute, args, rn.tensor(self.out))
+        # a scalar stands as its dtype (a DType hashes in C, a ScalarIr in Python)
+        tensor = rn.tensor
+        args = tuple([tensor(a) if type(a) is TensorIr else a.dtype for a in self.args])
+        return (self.op, self.compute, args, tensor(self.out))
 
     def with_last_use(self, tid: int) -> ElementwiseOp:
-        return ElementwiseOp(self.op, tuple(_rw(a, tid) for a in self.args), self.scalars,
-                             self.out, self.compute)
+        rw = TensorStatus.READ_WRITE  # _rw inlined: this runs for most drops
+        args = tuple([TensorIr(tid, a.shape, a.dtype, rw, a.layout)
+                      if type(a) is TensorIr and a.id == tid else a for a in self.args])
+        return ElementwiseOp(self.op, args, self.scalars, self.out, self.compute)
 
 
 @dataclass(frozen=True, slots=True)
