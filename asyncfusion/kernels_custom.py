@@ -18,10 +18,11 @@ point is ``main``. Inputs are dense (views are copied first); bools are ``u32`` 
 Bound buffers may be longer than the tensor: use sizes from ``params``, not
 ``arrayLength``.
 
-The shader is compiled on the calling thread the first time a kernel text is used on a
-wgpu device (then cached by text, as every pipeline is), so a WGSL error — or bindings
-that do not match the ones above — raises :class:`KernelCompileError` at the call, with
-wgpu's error text. The op takes part in liveness like any other (its inputs' last uses
+A WGSL error raises :class:`KernelCompileError`, with wgpu's error text, at
+``custom_kernel(...)`` where a wgpu device is already open in the process, and otherwise
+at the first call on a wgpu device; bindings that do not match the ones above raise it at
+the first call (the shader is compiled into a pipeline on the calling thread then, and
+cached by text, as every pipeline is). The op takes part in liveness like any other (its inputs' last uses
 free them, unused outputs are freed) and in fault isolation: if it fails when it runs,
 only its outputs and what depends on them are poisoned.
 """
@@ -202,7 +203,25 @@ def custom_kernel(name: str, *, wgsl: str, inputs: int, outputs: Callable[..., A
             raise TypeError(f"{what} must be a function of the inputs' Specs, not {fn!r}")
     if numpy is not None and not callable(numpy):
         raise TypeError(f"numpy must be a function on numpy arrays, not {numpy!r}")
+    _check_now(name, wgsl)
     return CustomKernel(name, wgsl, inputs, outputs, workgroups, numpy)
+
+
+def _check_now(name: str, wgsl: str) -> None:
+    """Compile the shader at registration where a wgpu device is already set up in this
+    process (creating one here would put an adapter's set-up into an import); the call
+    checks it again, with its bindings, in any case."""
+    try:
+        from .backends.wgpu.runtime import live_runtime
+    except ImportError:  # no wgpu in this environment: the numpy devices need no shader
+        return
+    rt = live_runtime()
+    if rt is None:
+        return
+    try:
+        rt.check_shader(wgsl)
+    except Exception as exc:  # noqa: BLE001 - wgpu's GPUValidationError, with the text
+        raise KernelCompileError(f"custom kernel {name!r} does not compile: {exc}") from exc
 
 
 def _default() -> Any:

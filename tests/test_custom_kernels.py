@@ -11,6 +11,7 @@ import pytest
 import wgpu
 
 import asyncfusion as af
+from asyncfusion import kernels_custom
 from tests.conftest import assert_close
 
 SCALE_ADD = """
@@ -127,14 +128,14 @@ async def test_a_poisoned_input_poisons_the_custom_output(dev):
             await z.to_data()
 
 
-async def test_wgsl_errors_raise_at_the_call_with_wgpu_text_and_compile_once(dev):
-    bad = af.custom_kernel("bad_kernel", wgsl=SCALE_ADD.replace("p.k", "p.nope"), inputs=2,
-                           outputs=lambda a, b, *_: (a.shape, a.dtype),
-                           workgroups=lambda a, b, *_: 1)
-    x = af.tensor([1.0, 2.0], device=dev)
+async def test_wgsl_errors_raise_at_registration_with_wgpu_text_and_compile_once(dev):
+    # a wgpu device is open: the shader compiles when the kernel is registered
     with pytest.raises(af.KernelCompileError, match="nope") as info:
-        bad(x, x)
+        af.custom_kernel("bad_kernel", wgsl=SCALE_ADD.replace("p.k", "p.nope"), inputs=2,
+                         outputs=lambda a, b, *_: (a.shape, a.dtype),
+                         workgroups=lambda a, b, *_: 1)
     assert isinstance(info.value, ValueError)
+    x = af.tensor([1.0, 2.0], device=dev)
     # bindings that do not match the ones asyncfusion binds (an input declared read_write)
     rw = af.custom_kernel("rw_input", wgsl=SCALE_ADD.replace("<storage, read> a",
                                                              "<storage, read_write> a"),
@@ -286,3 +287,16 @@ async def test_many_tasks_in_one_round_and_a_plain_device(dev, plain):
         assert_close(results[i], np.full(50, (i + 1) * 2.0 + i, np.float32))
     x = af.tensor(np.arange(10, dtype=np.float32), device=plain)
     assert_close(await scale_add(x, x, params=(10, -1.0)).to_data(), np.zeros(10, np.float32))
+
+
+
+async def test_a_kernel_registered_before_any_device_is_checked_at_its_first_call(dev,
+                                                                                 monkeypatch):
+    monkeypatch.setattr(kernels_custom, "_check_now", lambda name, wgsl: None)  # no device yet
+    bad = af.custom_kernel("bad_early", wgsl=SCALE_ADD.replace("p.k", "p.nope"), inputs=2,
+                           outputs=lambda a, b, *_: (a.shape, a.dtype),
+                           workgroups=lambda a, b, *_: 1)
+    x = af.tensor([1.0, 2.0], device=dev)
+    with pytest.raises(af.KernelCompileError, match="nope"):
+        bad(x, x)
+    assert_close(await (x * 2.0).to_data(), np.array([2.0, 4.0], np.float32))  # the device works

@@ -157,6 +157,11 @@ class Runtime:
             raise DeviceLostError(f"the GPU device was lost ({self.lost}); open a new device")
 
     # -- pipelines ---------------------------------------------------------------------
+    def check_shader(self, wgsl: str) -> None:
+        """Compile ``wgsl`` to a shader module (no pipeline): raises wgpu's validation
+        error, with the compiler's text, where the shader does not compile."""
+        self.device.create_shader_module(code=wgsl)
+
     def pipeline(self, wgsl: str, storage: list[str]) -> tuple[Any, Any]:
         """(pipeline, bind group layout) for a kernel text, compiled once per text.
 
@@ -326,6 +331,16 @@ def get_runtime(max_storage_bindings: int | None = None,
             del _IDLE["rt"]
         rt.users += 1
         return rt
+
+
+def live_runtime() -> Runtime | None:
+    """A runtime already set up in this process (one a device uses, or the idle one), or
+    None: nothing here creates an adapter."""
+    with _RUNTIMES_LOCK:
+        for rt in _RUNTIMES.values():
+            if rt.lost is None:
+                return rt
+    return None
 
 
 def detach(rt: Runtime) -> None:
