@@ -28,7 +28,7 @@ import numpy as np
 from .creation import arange, full
 from .dtype import DType
 from .errors import DeviceMismatchError, DTypeError, IndexingError, ShapeError
-from .indexing import take, take_along_axis
+from .indexing import _indices, take, take_along_axis
 from .ir import IndexItem, numel
 from .namespace import can_cast
 from .tensor import Tensor, _float_scalar, _scalar_dtype, broadcast_shapes, elementwise, where
@@ -249,11 +249,8 @@ def _array_index(part: Any, x: Tensor, d: int) -> _Index:
             + ("; boolean masks do not index (the result's shape would depend on the data): "
                "use where(), or nonzero() and then index" if part.dtype is DType.bool else ""))
     n = x.shape[d]
-    if part.dtype.itemsize == 8 or part.dtype is DType.uint32:  # into int32's range first
+    if part.dtype is DType.uint32:  # past 2**31 it must not wrap to a negative index
         part = elementwise("minimum", part, n - 1)
-        if not part.dtype.is_unsigned:
-            part = elementwise("maximum", part, -n)
-    if part.dtype is not DType.int32:
-        part = part.astype(DType.int32)
+    part = _indices(part, x, "integer-array indexing")  # int32, 64-bit ones clamped into it
     part = where(part < 0, part + n, part)
     return elementwise("minimum", elementwise("maximum", part, 0), max(n - 1, 0))

@@ -609,17 +609,14 @@ def elementwise(op: str, *args: Any, dtype: DType | None = None) -> Tensor:
     if out_dtype is DType.int64:  # int32 with uint32: held where the adapter has int64
         check_promoted(out_dtype, device, _what(op))
     scalars: tuple[Any, ...] = ()
-    if len(ids) == len(args):
-        pass
-    elif plain:  # the scalars go in as they are: fill their slots with the placeholder
-        values = []
-        sir = _SCALAR_IR[compute]
-        for p in plain:
-            values.append(irs[p])
-            irs[p] = sir
-        scalars = tuple(values)
-    else:
-        irs, scalars = _with_scalars(op, args, compute)
+    if len(ids) < len(args):
+        if plain:  # the scalars go in as they are: their slots take the placeholder
+            scalars = tuple(irs[p] for p in plain)
+            sir = _SCALAR_IR[compute]
+            for p in plain:
+                irs[p] = sir
+        else:
+            irs, scalars = _with_scalars(op, args, compute)
     if shape is not first.shape and shape != first.shape:
         _check_size(shape, device, _what(op), out_dtype)
     out = _new_tensor(Tensor)  # an op's result: Tensor.__init__'s checks hold already
