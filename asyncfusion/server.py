@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 from collections.abc import Hashable
 
 import anyio
@@ -65,23 +65,28 @@ class Request:
     kept: list[tuple[str, str, int]] = field(default_factory=list)  # debug warnings to issue
 
 
-def loop_caller() -> Callable[[Callable[[], object]], object]:
+_T = TypeVar("_T")
+_Caller = Callable[..., object]  # call(fn, *args) soon, on the loop, from any thread
+_Job = tuple[Callable[[], Any], Callable[[Any], object]]
+
+
+def loop_caller() -> _Caller:
     """The running event loop's thread-safe "call this soon" (asyncio or trio)."""
-    if asyncio._get_running_loop() is not None:
-        return asyncio.get_running_loop().call_soon_threadsafe
+    loop = asyncio._get_running_loop()
+    if loop is not None:
+        return loop.call_soon_threadsafe
     trio = sys.modules["trio"]
-    run: Callable[[Callable[[], object]], object] = (
-        trio.lowlevel.current_trio_token().run_sync_soon)
+    run: _Caller = trio.lowlevel.current_trio_token().run_sync_soon
     return run
 
 
 class Worker:
-    """One persistent thread that runs jobs in order; each job's completion is handed to
-    the event loop that posted it with one thread-safe call."""
+    """One persistent thread that runs jobs in order; each job's result is handed to one
+    event loop (``call``: its thread-safe "call this soon") with one call."""
 
-    def __init__(self, name: str) -> None:
-        self.jobs: queue.SimpleQueue[tuple[Callable[[], None], Callable[[], object]] | None] = (
-            queue.SimpleQueue())
+    def __init__(self, name: str, call: _Caller) -> None:
+        self.jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self.call = call  # the event loop's thread-safe "call this soon"
         self.thread = threading.Thread(target=self._main, name=name, daemon=True)
         self.thread.start()
 
@@ -96,30 +101,40 @@ class Worker:
         if job is None:
             return False
         fn, done = job
-        fn()
+        result = fn()
         try:
-            done()
+            self.call(done, result)
         except RuntimeError:  # the loop that waited is closed: nobody is left to tell
             pass
         return True
+
+    def submit(self, fn: Callable[[], _T], done: Callable[[_T], object]) -> None:
+        """Run ``fn`` on the thread, then ``done(result)`` on the event loop. ``fn`` must
+        not raise (what it touches belongs to the thread until it returns)."""
+        self.jobs.put((fn, done))
 
     async def run(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the thread and wait for it, uncancellably: it always ends, and
         what it touches belongs to the thread until it does. Raises what ``fn`` raised."""
         event = anyio.Event()
-        failed: list[BaseException] = []
 
-        def job() -> None:
+        def job() -> BaseException | None:
             try:
                 fn()
             except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
-                failed.append(exc)
+                return exc
+            return None
 
-        call = loop_caller()
-        self.jobs.put((job, functools.partial(call, event.set)))
+        failed: list[BaseException | None] = []
+
+        def done(exc: BaseException | None) -> None:
+            failed.append(exc)
+            event.set()
+
+        self.submit(job, done)
         with anyio.CancelScope(shield=True):
             await event.wait()
-        if failed:
+        if failed[0] is not None:
             raise failed[0]
 
     def stop(self) -> None:
@@ -147,7 +162,9 @@ class Executor:
         """One round (executor thread): run what ``requests`` need, submit it, and fill
         in each read's ``data`` or ``error``."""
         self.counters.rounds += 1
-        self.streams.reclaim()  # dead work of ended tasks goes without running
+        if sync or self.streams.crowded() or any(r.cancelled for r in requests):
+            self.counters.queues_scanned += len(self.streams.queues)
+            self.streams.reclaim()  # dead work of ended tasks goes without running
         for tid in self.streams.take_freeable():
             self._release(tid)
         keys = self.streams.keys() if sync else list(
@@ -278,7 +295,14 @@ class Executor:
 
 
 class Server:
-    """The async half of a device: collects requests and runs rounds on the executor."""
+    """The async half of a device: collects requests and runs rounds on the executor.
+
+    A read posted while no round runs starts one at once, from the reader's own call (no
+    hop through the server task); reads posted while one runs form the next round, which
+    the finished round's callback starts. The server task is there for what no reader
+    starts: long queues and drops to run (``poke``), rounds that wait for more readers
+    (``max_wait``), and closing.
+    """
 
     def __init__(self, executor: Executor, max_round: int | None = None,
                  max_batch: int | None = None, max_wait: float = 0.0) -> None:
@@ -295,16 +319,23 @@ class Server:
         self.stopped = False
         self.forked = False  # this process is a fork of the one that opened the device
         self.on_stop: Any = None  # called as soon as the server stops taking requests
+        self.worker: Worker | None = None
+        self.running = False  # a round is on the executor thread
+        self.idle: anyio.Event | None = None  # set when the running round ends (closing)
 
-    def post(self, req: Request, sync: bool = False) -> None:
-        """Queue a request (event-loop thread of the server only)."""
+    def post(self, *reqs: Request, sync: bool = False) -> None:
+        """Queue requests (event-loop thread of the server only): they start a round at
+        once if none runs (and rounds never wait), else join the next one."""
         if self.error is not None or self.stopped:
             raise self._dead_error()
-        req.sync = sync
-        if self.max_wait:
-            req.posted = anyio.current_time()
-        self.inbox.append(req)
-        if self.wake is not None:
+        for req in reqs:
+            req.sync = sync
+            if self.max_wait:
+                req.posted = anyio.current_time()
+        self.inbox.extend(reqs)
+        if not (self.max_wait or self.running) and self.worker is not None:
+            self._start()
+        elif self.wake is not None:
             self.wake.set()
 
     def poke(self) -> None:
@@ -324,51 +355,90 @@ class Server:
             return err
         return DeviceClosedError("the device is closed; open a new one with open_device()")
 
+    def _start(self) -> None:
+        """Hand the waiting requests (``max_round`` at most) to the executor thread as one
+        round (event-loop thread, no round running)."""
+        assert self.worker is not None
+        cap = self.max_round or len(self.inbox)
+        batch, self.inbox = self.inbox[:cap], self.inbox[cap:]
+        sync = any(r.sync for r in batch)
+        self._forget_cancelled(batch)
+        try:
+            if self.crash is not None:
+                raise self.crash
+            self._check_unlocked()
+        except Exception as exc:  # noqa: BLE001 - a bug: the server dies, telling everyone
+            self.error = exc
+            self._fail(batch + self.inbox, self._dead_error())
+            self.poke()
+            return
+        self.running = True
+        self.metrics.running = len(batch)
+        self.worker.submit(functools.partial(self._round, batch, sync, time.perf_counter()),
+                           self._finished)
+
+    def _round(self, batch: list[Request], sync: bool, start: float
+               ) -> tuple[list[Request], float, ExecutionError | None]:
+        """The round itself (executor thread); a bug in it fails that round only."""
+        try:
+            self.executor.round(batch, sync)
+        except Exception as exc:  # noqa: BLE001
+            return batch, start, self.executor._error("device round failed", exc)
+        return batch, start, None
+
+    def _finished(self, result: tuple[list[Request], float, ExecutionError | None]) -> None:
+        """A round ended (event-loop thread): wake its readers, start the next one."""
+        batch, start, error = result
+        self.running = False
+        self.metrics.running = 0
+        if error is None and self.executor.kept is not None:
+            self.executor.kept.hand_out(batch)
+        self._finish(batch, error)
+        if batch:
+            self.metrics.round(len(batch), time.perf_counter() - start)
+        if self.stopped:
+            if self.idle is not None:
+                self.idle.set()
+            return
+        if self.inbox and not self.max_wait:
+            self._start()
+        elif self.inbox or self.executor.streams.long or (
+                batch and self.executor.streams.drops):
+            # Tensors that only the finished requests held (cancelled reads) are dropped
+            # now: one more round gives their buffers back promptly.
+            self.poke()
+
     async def serve(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         self.thread = threading.get_ident()
         self.wake = anyio.Event()
-        worker = Worker("asyncfusion-executor")
+        self.worker = worker = Worker("asyncfusion-executor", loop_caller())
+        if self.inbox or self.executor.streams.long:
+            self.wake.set()
         task_status.started()
-        batch: list[Request] = []
-        again = False
         try:
             while True:
-                self._check_unlocked()
-                if not (again or self.inbox or self.executor.streams.long_queues()):
-                    await self.wake.wait()
-                await self._gather()
+                await self.wake.wait()
                 self.wake = anyio.Event()
                 if self.crash is not None:
                     raise self.crash
-                cap = self.max_round or len(self.inbox)
-                batch, self.inbox = self.inbox[:cap], self.inbox[cap:]
-                sync = any(r.sync for r in batch)
-                self._forget_cancelled(batch)
-                self._check_unlocked()
-                start = time.perf_counter()
-                self.metrics.running = len(batch)
-                try:
-                    await worker.run(functools.partial(self.executor.round, batch, sync))
-                except Exception as exc:  # noqa: BLE001 - a bug in a round fails that round only
-                    self._finish(batch, self.executor._error("device round failed", exc))
-                else:
-                    if self.executor.kept is not None:
-                        self.executor.kept.hand_out(batch)
-                    self._finish(batch)
-                self.metrics.running = 0
-                if batch:
-                    self.metrics.round(len(batch), time.perf_counter() - start)
-                # Tensors that only the finished requests held (cancelled reads) are
-                # dropped now: run one more round to give their buffers back promptly.
-                again = bool(batch) and bool(self.executor.streams.drops)
-                batch = []
+                if self.error is not None:
+                    raise self.error
+                if self.running:
+                    continue  # its end starts the next round, or wakes this loop again
+                await self._gather()
+                if not self.running:
+                    self._start()
         except Exception as exc:  # noqa: BLE001 - the server died: tell every waiter now
             self.error = exc
         finally:
             self.stopped = True
             if self.on_stop is not None:
                 self.on_stop()
-            self._fail(batch + self.inbox, self._dead_error())
+            self._fail(self.inbox, self._dead_error())
+            with anyio.CancelScope(shield=True):
+                if self.running:
+                    self.idle = anyio.Event()
+                    await self.idle.wait()
             await worker.run(self.executor.close)
             worker.stop()
 
@@ -435,8 +505,7 @@ class Server:
     async def request_many(self, reqs: list[Request]) -> list[np.ndarray | None]:
         """Post every read of ``reqs`` at once (so one round serves them all) and wait for
         all of them; raises the first failure in ``reqs``' order."""
-        for req in reqs:
-            self.post(req)
+        self.post(*reqs)
         try:
             for req in reqs:
                 await req.done.wait()
@@ -463,7 +532,7 @@ class Server:
 
         A reader cancelled while it waits only marks its request: the executor thread
         gives its staging buffer back, whenever the round reaches it."""
-        self.post(req, sync)
+        self.post(req, sync=sync)
         try:
             await req.done.wait()
         except BaseException:

@@ -133,6 +133,7 @@ class Streams:
         self.dropped: set[int] = set()  # dropped while their producer is still queued
         self.epoch = 0  # counts applications of drops (a reclaimed queue may shrink again)
         self.flush_threshold = flush_threshold
+        self.long: set[Hashable] = set()  # queues of flush_threshold ops or more
         self.reclaim_at = _RECLAIM_AT
 
     # -- registration (any thread) -------------------------------------------------------
@@ -154,7 +155,10 @@ class Streams:
                 last[tid] = seq
                 use_queue[tid] = q
             self.producer[out.id] = (q, seq, out)
-            return len(q.ops)
+            n = len(q.ops)
+            if n == self.flush_threshold:
+                self.long.add(key)
+            return n
 
     def also_produces(self, first: int, more: tuple[TensorIr, ...]) -> None:
         """The op just registered as the producer of ``first`` makes ``more`` too (an op
@@ -240,6 +244,8 @@ class Streams:
                         last.pop(tid, None)
             if not q.ops:
                 del self.queues[key]
+            if len(q.ops) < self.flush_threshold:
+                self.long.discard(key)
             return ops, frees
 
     def take_freeable(self) -> list[int]:
@@ -265,7 +271,7 @@ class Streams:
 
     def long_queues(self) -> list[Hashable]:
         with self.lock:
-            return [k for k, q in self.queues.items() if len(q.ops) >= self.flush_threshold]
+            return list(self.long)
 
     # -- reclaiming the streams of ended tasks ----------------------------------------------
     def reclaim(self) -> int:
@@ -338,6 +344,8 @@ class Streams:
             self._redrop(tid, gone)
         if not q.ops:
             del self.queues[q.key]
+        if len(q.ops) < self.flush_threshold:
+            self.long.discard(q.key)
         return len(ops) - len(q.ops)
 
     def _redrop(self, tid: int, gone: set[int]) -> None:

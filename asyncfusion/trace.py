@@ -78,6 +78,8 @@ class CounterSnapshot:
     kernels: dict[str, int]
     batched_instances: int = 0  # kernel-step instances that ran in a launch shared by streams
     rounds: int = 0  # executor rounds (each: every request that arrived since the last)
+    signed_ops: int = 0  # ops whose part of a segment's relative signature was built
+    queues_scanned: int = 0  # stream queues looked at for dead work (reclaiming)
 
 
 @dataclass
@@ -94,6 +96,8 @@ class Counters:
     kernels: _Tally[str] = field(default_factory=_Tally)
     batched_instances: int = 0
     rounds: int = 0
+    signed_ops: int = 0
+    queues_scanned: int = 0
 
     def launch(self, name: str) -> None:
         self.launches += 1
@@ -106,7 +110,8 @@ class Counters:
         return CounterSnapshot(self.launches, self.blocks, self.fused_blocks,
                                self.plan_cache_hits, self.plan_cache_misses,
                                self.kernels_generated, self.submissions, dict(self.kernels),
-                              self.batched_instances, self.rounds)
+                               self.batched_instances, self.rounds, self.signed_ops,
+                               self.queues_scanned)
 
     def reset(self) -> None:
         fresh = Counters()

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 import asyncfusion as af
-import asyncfusion.server as server_mod
 from examples.seed_chain import chain as chain8
 from examples.seed_chain import chain_np as chain8_np
 from tests.conftest import assert_close
@@ -24,7 +23,7 @@ async def test_reads_are_copied_on_the_executor_thread_and_handed_back_once_per_
     await dev.sync()
     rounds, handoffs, readers = [], [], set()
     real_round, real_finish = dev._server.executor.round, dev.backend.finish_read
-    real_caller = server_mod.loop_caller
+    real_call = dev._server.worker.call
 
     def counting_round(requests, sync):
         rounds.append(len(requests))
@@ -34,20 +33,16 @@ async def test_reads_are_copied_on_the_executor_thread_and_handed_back_once_per_
         readers.add(threading.current_thread().name)
         return real_finish(token)
 
-    def counting_caller():
-        call = real_caller()
-
-        def counted(fn):
-            handoffs.append(fn)
-            return call(fn)
-        return counted
+    def counted(fn, *args):
+        handoffs.append(fn)
+        return real_call(fn, *args)
 
     def no_worker_threads(*args, **kwargs):
         raise AssertionError("a round trip must not go through anyio.to_thread")
 
     monkeypatch.setattr(dev._server.executor, "round", counting_round)
     monkeypatch.setattr(dev.backend, "finish_read", recording_finish)
-    monkeypatch.setattr(server_mod, "loop_caller", counting_caller)
+    monkeypatch.setattr(dev._server.worker, "call", counted)
     monkeypatch.setattr(anyio.to_thread, "run_sync", no_worker_threads)
     results: dict[int, np.ndarray] = {}
 
@@ -159,3 +154,45 @@ async def test_the_cache_budget_is_an_option():
     with pytest.raises(ValueError, match="cache_bytes"):
         async with af.open_device(cache_bytes=-1):
             pass
+
+
+def test_the_wgpu_map_mode_reads_use_exists_and_submits_nothing():
+    # Reads map their staging buffer through wgpu-py's "READ_NOSYNC" mode (no empty submit
+    # before the map, as map_sync does). It is internal to wgpu-py: if a release drops or
+    # changes it, this fails first.
+    import wgpu
+
+    from asyncfusion.backends.wgpu.runtime import MAP_READ_NOSYNC, get_runtime, detach
+
+    rt = get_runtime()
+    try:
+        dev = rt.device
+        src = dev.create_buffer_with_data(
+            data=np.arange(8, dtype=np.float32).tobytes(), usage=wgpu.BufferUsage.COPY_SRC)
+        stage = rt.create_staging(32)
+        enc = dev.create_command_encoder()
+        enc.copy_buffer_to_buffer(src, 0, stage, 0, 32)
+        rt.queue.submit([enc.finish()])
+        submits: list[object] = []
+        queue_type = type(rt.queue)
+        real_submit = queue_type.submit
+
+        def counting(self, buffers):
+            submits.append(buffers)
+            return real_submit(self, buffers)
+
+        queue_type.submit = counting
+        try:
+            out = rt.read_staging(stage, 32)
+            assert submits == []  # the map itself submitted nothing
+            stage.map_sync(wgpu.MapMode.READ)  # the mode it replaces does submit
+            stage.unmap()
+            assert len(submits) == 1
+        finally:
+            queue_type.submit = real_submit
+        np.testing.assert_array_equal(out.view(np.float32), np.arange(8, dtype=np.float32))
+        assert MAP_READ_NOSYNC == "READ_NOSYNC"
+        stage.destroy()
+        src.destroy()
+    finally:
+        detach(rt)

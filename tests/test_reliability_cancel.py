@@ -37,8 +37,8 @@ async def test_a_native_cancel_landing_at_any_step_after_the_round_leaks_nothing
         for hops in range(12):
             reader = asyncio.ensure_future((x * 2.0).to_data())
 
-            def finish(batch, reader=reader, hops=hops):
-                real_finish(batch)
+            def finish(batch, error=None, reader=reader, hops=hops):
+                real_finish(batch, error)
                 if any(r.tensor is not None for r in batch):
                     _after(loop, hops, reader.cancel)
 

@@ -28,6 +28,7 @@ and a batched launch that fails is run again instance by instance, each isolated
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -39,7 +40,10 @@ from .memory import Memory, Slab, Storage
 from .plan import Context, KernelStep, Step, store_nbytes
 from .runner import Runner
 
-__all__ = ["Deferred"]
+__all__ = ["Deferred", "over_instances"]
+
+# A batched launch's kernel, made once per (kernel, which bound buffers stay dense).
+over_instances = functools.lru_cache(maxsize=1024)(Kernel.over_instances)
 
 
 @dataclass(slots=True)
@@ -236,7 +240,7 @@ def _launch(step: KernelStep, args: LaunchArgs, insts: list[_Instance], ctx: Con
                 offset, strides = (0, _store_strides(kernel, st.level, space)) if st.dense \
                     else next(maps)
                 new_maps.append((offset, (stride // st.dtype.itemsize,) + strides))
-        batched = kernel.over_instances(tuple(loads_dense), tuple(stores_dense))
+        batched = over_instances(kernel, tuple(loads_dense), tuple(stores_dense))
         backend.launch(batched, LaunchArgs((count,) + space, tuple(new_maps), args.scalars),
                        loads, slabs)
     except Exception:

@@ -44,7 +44,7 @@ def explore(ops: list[OperationIr], fusers: list[Fuser], rel: dict[int, int]) ->
             i += 1
             continue
         steps.extend(OpStep(h, hoisted=True) for h in best.hoisted)
-        steps.append(KernelStep.build(best.taken, best.lowered, rel, True))
+        steps.append(KernelStep.build(best.taken, best.lower(), rel, True))
         last = tuple(rel[t.id] for h in best.hoisted for t in ops[h].inputs()
                      if t.status is TensorStatus.READ_WRITE)
         if last:

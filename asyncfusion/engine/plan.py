@@ -159,7 +159,7 @@ class KernelStep(Step):
             if st.inplace is not None and (storages[st.inplace].refs != 1
                                            or not storages[st.inplace].owned):
                 unlent = [inputs[s.inplace] for s in kernel.stores if s.inplace is not None]
-                kernel = kernel.without_inplace()
+                kernel = _without_inplace(kernel)
                 break
         args = self.launch_args(block)
         stores = []
@@ -206,6 +206,7 @@ class KernelStep(Step):
 
 
 _dense_strides = functools.lru_cache(maxsize=1024)(dense_strides)  # a launch's hot path
+_without_inplace = functools.lru_cache(maxsize=1024)(Kernel.without_inplace)
 
 
 def store_nbytes(kernel: Kernel, st: Store, space: tuple[int, ...]) -> int:

@@ -55,6 +55,7 @@ class Runner:
         segments of equal signature share the plan, whatever their ids."""
         rn = Renumber()
         key = tuple([op.signature(rn) for op in ops])
+        self.counters.signed_ops += len(ops)
         plan = self.plans.get(key)
         if plan is None:
             self.counters.plan_cache_misses += 1

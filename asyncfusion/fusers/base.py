@@ -14,6 +14,7 @@ own — unless it has the index space's shape: then the kernel also stores it.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -27,9 +28,10 @@ __all__ = ["Candidate", "Fuser", "BlockFuser"]
 @dataclass(frozen=True, slots=True)
 class Candidate:
     """What a fuser would launch: the kernel for ``taken`` ops, after ``hoisted`` views,
-    covering the segment from the start position up to ``end``."""
+    covering the segment from the start position up to ``end``. ``lower`` lowers it: the
+    explorer calls it for the best candidate only."""
 
-    lowered: Lowered
+    lower: Callable[[], Lowered]
     taken: tuple[int, ...]
     hoisted: tuple[int, ...]
     end: int
@@ -69,6 +71,9 @@ class BlockFuser:
         self.reduced: tuple[bool, ...] = ()
         self.end = -1
         self.iotas: dict[int, int] = {}  # an arange or a view of one: taken index of its op
+        # At most this many buffers would be bound (reads of tensors made elsewhere, and
+        # outputs): only past the cap is the block lowered to count them exactly.
+        self.bindings_bound = 0
 
     def level(self, op: OperationIr) -> Level | None:
         raise NotImplementedError
@@ -101,11 +106,18 @@ class BlockFuser:
         self.levels.append(level)
         if type(op) is IotaOp:  # a source: binds nothing
             self.iotas[op.out.id] = len(self.taken) - 1
-        elif self._build().kernel.storage_bindings > self.max_bindings:
-            self.taken.pop()
-            self.levels.pop()
-            self.on_untake(op)
-            return False
+        else:
+            produced, iotas = self.produced, self.iotas
+            more = len(op.outputs()) + sum(1 for t in op.inputs()
+                                           if t.id not in produced and t.id not in iotas)
+            self.bindings_bound += more
+            if self.bindings_bound > self.max_bindings and \
+                    self._build().kernel.storage_bindings > self.max_bindings:
+                self.bindings_bound -= more
+                self.taken.pop()
+                self.levels.pop()
+                self.on_untake(op)
+                return False
         self.end = pos + 1
         if type(op) is not IotaOp:  # an arange is read from the index, like an input
             self.produced.update(t.id for t in op.outputs())
@@ -148,4 +160,7 @@ class BlockFuser:
         if not self.computing or self.space is None or not self.complete():
             return None
         hoisted = tuple(h for h in self.hoisted if h < self.end)
-        return Candidate(self._build(), tuple(self.taken), hoisted, self.end, self.computing)
+        block = [self.ops[i] for i in self.taken]
+        lowering = functools.partial(lower, block, list(self.levels), self.space,
+                                     self.reduced)
+        return Candidate(lowering, tuple(self.taken), hoisted, self.end, self.computing)

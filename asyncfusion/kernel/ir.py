@@ -112,12 +112,20 @@ class Kernel:
     vec4: bool = False
     matmul: bool = False
     _hash: int = field(init=False, repr=False, compare=False)
+    names: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    title: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        # Kernels key the backend caches on every launch: hash the deep structure once.
+        # Kernels key the backend caches on every launch: hash the deep structure once,
+        # and name the kernel once (launches are counted and traced by name).
         object.__setattr__(self, "_hash", hash((
             self.rank, self.loads, self.body, self.stores, self.scalars, self.reduce,
             self.reduced, self.vec4, self.matmul)))
+        names = self._names()
+        kind = "matmul" if self.matmul else "reduce" if self.reduce is not None else \
+            "elementwise"
+        object.__setattr__(self, "names", names)
+        object.__setattr__(self, "title", f"{kind}[{' '.join(names)}]")
 
     def __hash__(self) -> int:
         return self._hash
@@ -127,8 +135,7 @@ class Kernel:
         return sum(1 for ld in self.loads if ld.iota is None) + sum(
             1 for s in self.stores if s.inplace is None)
 
-    @property
-    def names(self) -> tuple[str, ...]:
+    def _names(self) -> tuple[str, ...]:
         """The primitives it runs, in order (for launch names and fault injection)."""
         ops = ["matmul"] if self.matmul else [i.op for i in self.body if i.level is Level.ROW]
         if self.reduce is not None and not self.matmul:
@@ -137,12 +144,6 @@ class Kernel:
         if ops:
             return tuple(ops)
         return ("arange",) if self.loads and self.loads[0].iota is not None else ("copy",)
-
-    @property
-    def title(self) -> str:
-        kind = "matmul" if self.matmul else "reduce" if self.reduce is not None else \
-            "elementwise"
-        return f"{kind}[{' '.join(self.names)}]"
 
     def without_inplace(self) -> Kernel:
         """The same kernel writing every output to a fresh buffer."""

@@ -248,7 +248,7 @@ class WgpuBackend:
             for r in reads:
                 r.error = exc
             return
-        group = _ReadGroup(staging, len(reads))
+        group = _ReadGroup(self.rt, staging, len(reads))
         gpu = group.staging.gpu
         run: list[_Read] = []
         at = 0
@@ -299,8 +299,7 @@ class WgpuBackend:
             self.rt.copy(self.batch, src.gpu, fence.gpu, 4)
             self.pool.retire(src)
             self.flush()
-            fence.gpu.map_sync(1, 0, fence.capacity)
-            fence.gpu.unmap()
+            self.rt.read_staging(fence.gpu, 4)
         finally:
             self.staging.release(fence)
 
@@ -332,9 +331,10 @@ class _ReadGroup:
     """One staging buffer that the reads of one flush share: mapped once, by whichever
     read finishes first (executor thread), copied to the host and unmapped at once."""
 
-    __slots__ = ("staging", "left", "_raw", "_error")
+    __slots__ = ("rt", "staging", "left", "_raw", "_error")
 
-    def __init__(self, staging: Buffer, reads: int) -> None:
+    def __init__(self, rt: Runtime, staging: Buffer, reads: int) -> None:
+        self.rt = rt
         self.staging = staging
         self.left = reads  # reads not finished or discarded yet
         self._raw: np.ndarray | None = None
@@ -344,15 +344,9 @@ class _ReadGroup:
         if self._error is not None:
             raise self._error
         if self._raw is None:
-            gpu = self.staging.gpu
             try:
-                assert_off_loop("buffer.map_sync")
-                gpu.map_sync(1, 0, self.staging.capacity)  # wgpu.MapMode.READ
-                try:
-                    self._raw = np.frombuffer(gpu.read_mapped(0, self.staging.nbytes),
-                                              dtype=np.uint8)
-                finally:
-                    gpu.unmap()
+                assert_off_loop("buffer.map_async")
+                self._raw = self.rt.read_staging(self.staging.gpu, self.staging.nbytes)
             except Exception as exc:  # noqa: BLE001 - every read of the group fails alike
                 self._error = exc
                 raise

@@ -24,6 +24,7 @@ _STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsa
 _STAGING = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
 _UNIFORM = wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
 _ARENA = 1 << 16
+MAP_READ_NOSYNC = "READ_NOSYNC"  # wgpu-py's map mode: READ without an empty submit first
 _MAX_GROUPS = 4096
 # requested where the adapter offers them
 _FEATURES = ("subgroup", "shader-f16", "shader-f64", "shader-int64")
@@ -281,6 +282,23 @@ class Runtime:
 
     def new_batch(self) -> _Batch:
         return _Batch()
+
+    # -- reading back ------------------------------------------------------------------
+    def read_staging(self, gpu: Any, nbytes: int) -> np.ndarray:
+        """The first ``nbytes`` of a staging buffer, as a fresh host array, once the work
+        submitted so far (which wrote it) is done. Blocks: executor thread only.
+
+        ``map_sync`` would first submit an empty command buffer (wgpu-py's guard for a
+        buffer that no submission wrote yet); the copies into a staging buffer are always
+        submitted before it is mapped, so the map goes through wgpu-py's own
+        ``"READ_NOSYNC"`` mode instead, which skips that submission (wgpu-py 0.32;
+        ``tests/test_host_path.py`` fails loudly if a wgpu release drops the mode)."""
+        size = max(4, -(-nbytes // 4) * 4)
+        gpu.map_async(MAP_READ_NOSYNC, 0, size).sync_wait()
+        try:
+            return np.frombuffer(gpu.read_mapped(0, size), dtype=np.uint8)
+        finally:
+            gpu.unmap()
 
     # -- buffers -----------------------------------------------------------------------
     def create_storage(self, capacity: int) -> Any:
