@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 
 import asyncfusion as af
-from asyncfusion.contrib.starlette import ArrayJSONResponse, DeviceService, read_array
+from asyncfusion.contrib.starlette import ArrayJSONResponse, DeviceService
 from asyncfusion.testing import asgi_client
 from examples.service import DIM, MLP_IN, create_app, host_weights
 
@@ -161,10 +161,9 @@ async def test_op_errors_reach_clients_as_their_kind_and_the_log_gets_the_messag
     svc = DeviceService(backend="numpy")
 
     async def project(request: Request) -> ArrayJSONResponse:
-        v = await read_array(request, "v", shape=(None,), dtype=af.float32)
+        v = await svc.read_tensor(request, "v", shape=(None,), dtype=af.float32)
         resident = af.ones((7, 3), device=svc.device())
-        return ArrayJSONResponse({"p": await (resident @ af.tensor(v, device=svc.device()))
-                                  .to_data()})
+        return ArrayJSONResponse({"p": await (resident @ v).to_data()})
 
     async def broken(request: Request) -> ArrayJSONResponse:
         raise af.ExecutionError("kernel fused_17 failed: wgpu says binding 3 is 4096 bytes")
@@ -180,6 +179,8 @@ async def test_op_errors_reach_clients_as_their_kind_and_the_log_gets_the_messag
     async with asgi_client(app) as c:
         r = await c.post("/project", json={"v": [1.0, 2.0, 3.0]})
         assert r.status_code == 200 and r.json() == {"p": [6.0] * 7}
+        r = await c.post("/project", json={"v": ["1"]})  # read_tensor refuses it
+        assert r.status_code == 422 and r.json()["field"] == "v[0]"
         r = await c.post("/project", json={"v": [1.0, 2.0]})  # the op refuses (7, 3) @ (2,)
         assert r.status_code == 400 and r.json()["error"] == "ShapeError"
         assert "does not fit this endpoint" in r.json()["detail"]
