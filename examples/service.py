@@ -61,7 +61,8 @@ def host_weights(rows: int) -> dict[str, np.ndarray]:
 
 
 async def read_search(request: Request) -> tuple[np.ndarray, int]:
-    """/search's query, normalized (float32), and k; RequestError (422) if either is bad."""
+    """/search's query, normalized (float32), and k; RequestError (422) if either is bad.
+    The query is normalized on the host: 256 floats cost less than four ops."""
     q = await read_array(request, "query", shape=(DIM,), dtype=af.float32)
     k = int(await read_array(request, "k", shape=(), dtype=af.int32, default=5))
     if not 1 <= k <= 100:
@@ -139,9 +140,7 @@ def _af_app(host: dict[str, np.ndarray], lag: LagMonitor, served: list[int],
         return w
 
     async def search(request: Request) -> ArrayJSONResponse:
-        # read and checked before admission: a refused body takes no slot and queues no work;
-        # the query is normalized on the host: 256 floats cost less than four ops
-        q, k = await read_search(request)
+        q, k = await read_search(request)  # before admission: a bad body takes no slot
         async with svc.admit():
             dev = svc.device()
             w = weights(dev)
@@ -163,8 +162,8 @@ def _af_app(host: dict[str, np.ndarray], lag: LagMonitor, served: list[int],
     async def stats(request: Request) -> ArrayJSONResponse:
         m = svc.device().metrics()
         return ArrayJSONResponse({"served": served[0], "launches": m.launches,
-                             "submissions": m.submissions, "rounds": m.rounds,
-                             "rejected": m.rejected, **lag.summary()})
+                                  "submissions": m.submissions, "rounds": m.rounds,
+                                  "rejected": m.rejected, **lag.summary()})
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -225,8 +224,8 @@ def _thread_app(variant: str, host: dict[str, np.ndarray], lag: LagMonitor,
         return ArrayJSONResponse({"probs": probs})
 
     async def stats(request: Request) -> ArrayJSONResponse:
-        return ArrayJSONResponse({"served": served[0], "launches": None, "submissions": None,
-                             **lag.summary()})
+        return ArrayJSONResponse({"served": served[0], "launches": None,
+                                  "submissions": None, **lag.summary()})
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
