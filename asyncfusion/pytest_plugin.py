@@ -10,6 +10,12 @@ Fixtures
 
     ``af_fusion``: whether ``af_device`` fuses (from ``--af-fusion``).
 
+    ``af_asgi_client``: an ``httpx.AsyncClient`` bound to the ASGI app that a fixture
+    named ``app`` returns (define it in your ``conftest.py`` or test module), with the
+    app's lifespan running for the test (:func:`asyncfusion.testing.asgi_client`): a
+    service's device is open, so requests get their answers, not 503s. For async tests
+    (anyio's plugin or pytest-asyncio).
+
 Marker
     ``@pytest.mark.af_device(**options)``: keyword arguments for ``open_device``
     (``backend``, ``fusion``, ``max_storage_bindings``, ...) and ``leak_check=False``.
@@ -26,12 +32,17 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
 if TYPE_CHECKING:
+    import httpx
+
     from .device import Device
+    from .testing import ASGIApp
+
+_T = TypeVar("_T")
 
 __all__ = ["device_for_test"]
 
@@ -126,6 +137,26 @@ async def _af_device_anyio(request: pytest.FixtureRequest, af_fusion: bool
 
 
 @pytest.fixture
+def af_asgi_client(request: pytest.FixtureRequest) -> httpx.AsyncClient:
+    """A client for the ``app`` fixture's app, its lifespan running; see the module's
+    docstring."""
+    if "anyio_backend" in request.fixturenames:
+        return request.getfixturevalue("_af_asgi_client_anyio")  # type: ignore[no-any-return]
+    if request.node.get_closest_marker("asyncio") is not None and _pytest_asyncio:
+        return request.getfixturevalue("_af_asgi_client_asyncio")  # type: ignore[no-any-return]
+    pytest.fail("af_asgi_client is an httpx.AsyncClient: use it in an async test "
+                "(@pytest.mark.anyio or @pytest.mark.asyncio)", pytrace=False)
+
+
+@pytest.fixture
+async def _af_asgi_client_anyio(app: ASGIApp) -> AsyncIterator[httpx.AsyncClient]:
+    from .testing import asgi_client
+
+    async with asgi_client(app) as client:
+        yield client
+
+
+@pytest.fixture
 def _af_device_thread(request: pytest.FixtureRequest, af_fusion: bool) -> Iterator[Device]:
     from anyio.from_thread import start_blocking_portal
 
@@ -144,24 +175,36 @@ else:
     @pytest_asyncio.fixture
     async def _af_device_asyncio(request: pytest.FixtureRequest, af_fusion: bool
                                  ) -> AsyncIterator[Device]:
+        async for dev in _held_in_a_task(device_for_test(request, fusion=af_fusion)):
+            yield dev
+
+    @pytest_asyncio.fixture
+    async def _af_asgi_client_asyncio(app: ASGIApp) -> AsyncIterator[httpx.AsyncClient]:
+        from .testing import asgi_client
+
+        async for client in _held_in_a_task(asgi_client(app)):
+            yield client
+
+    async def _held_in_a_task(cm: contextlib.AbstractAsyncContextManager[_T]
+                              ) -> AsyncIterator[_T]:
         # pytest-asyncio sets a fixture up and tears it down in two different tasks, and a
-        # task group must be left by the task that entered it: the device lives in a task
-        # of its own, in the test's loop, until the fixture is torn down.
+        # task group must be left by the task that entered it: ``cm`` is held by a task of
+        # its own, in the test's loop, until the fixture is torn down.
         import asyncio
 
-        ready: asyncio.Future[Device] = asyncio.get_running_loop().create_future()
+        ready: asyncio.Future[_T] = asyncio.get_running_loop().create_future()
         stop = asyncio.Event()
 
         async def hold() -> None:
-            async with device_for_test(request, fusion=af_fusion) as dev:
-                ready.set_result(dev)
+            async with cm as value:
+                ready.set_result(value)
                 await stop.wait()
 
         holder = asyncio.create_task(hold())
         waiting: set[asyncio.Future[Any]] = {ready, holder}
         await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
         if not ready.done():
-            holder.result()  # opening the device failed: raise why
+            holder.result()  # entering cm failed: raise why
         yield ready.result()
         stop.set()
         await holder

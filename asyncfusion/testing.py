@@ -5,21 +5,33 @@
   error); :func:`assert_array_close` is the same check for host arrays.
 * ``await assert_no_leaks(device)`` settles a device and fails when buffers or queued work
   are still alive.
+* ``async with asgi_client(app) as client:`` runs an ASGI app's lifespan (its device
+  opens) and gives an ``httpx.AsyncClient`` that calls the app without sockets.
 * The pytest plugin (``asyncfusion.pytest_plugin``, active once asyncfusion is installed)
-  adds the ``af_device`` fixture and ``--af-fusion=on|off|both``.
+  adds the ``af_device`` and ``af_asgi_client`` fixtures and ``--af-fusion=on|off|both``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .device import Device
 from .tensor import Tensor
 
-__all__ = ["assert_close", "assert_array_close", "assert_no_leaks", "live_tensor_ids"]
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["assert_close", "assert_array_close", "assert_no_leaks", "live_tensor_ids",
+           "asgi_client", "ASGIApp"]
+
+_Message = MutableMapping[str, Any]  # ASGI's scopes and messages: dicts of mixed values
+ASGIApp = Callable[[_Message, Callable[[], Awaitable[_Message]],
+                    Callable[[_Message], Awaitable[None]]], Awaitable[None]]
 
 _SHOWN = 10  # mismatching elements listed in a report
 
@@ -95,6 +107,30 @@ def _report(a: np.ndarray, e: np.ndarray, bad: np.ndarray, rtol: float, atol: fl
         if rel.size:
             lines.append(f"Max relative difference among violations: {rel.max():.6g}")
     return "\n".join(lines)
+
+
+@contextlib.asynccontextmanager
+async def asgi_client(app: ASGIApp, *, base_url: str = "http://test",
+                      startup_timeout: float | None = 60.0,
+                      shutdown_timeout: float | None = 60.0
+                      ) -> AsyncIterator[httpx.AsyncClient]:
+    """Start ``app`` (its lifespan's startup: a ``DeviceService`` opens its device), yield
+    an ``httpx.AsyncClient`` that sends requests straight to it (``httpx.ASGITransport``,
+    no sockets), and shut the app down on exit.
+
+    httpx's transport alone does not run the lifespan, so a service's requests would all
+    be 503 "no device is open"; this runs it with ``asgi-lifespan``'s ``LifespanManager``
+    (state the lifespan yields reaches the requests). Startup or shutdown taking longer
+    than its timeout (seconds; None waits for ever) raises ``TimeoutError``. Needs
+    ``httpx`` and ``asgi-lifespan`` (both in the ``test`` extra).
+    """
+    import httpx
+    from asgi_lifespan import LifespanManager
+
+    async with LifespanManager(app, startup_timeout, shutdown_timeout) as manager:
+        transport = httpx.ASGITransport(app=manager.app)
+        async with httpx.AsyncClient(transport=transport, base_url=base_url) as client:
+            yield client
 
 
 def live_tensor_ids(device: Device) -> list[int]:

@@ -3,15 +3,18 @@
     pip install 'asyncfusion[serve]'
     uvicorn --factory examples.service:create_app       # or: python examples/service.py
 
-* ``POST /search`` ``{"query": [256 floats], "k": 5}``: cosine scores of the query
-  (normalized on the host) against a resident (N, 256) matrix of unit rows (one matmul),
-  the top k on the device (``af.topk``), values
-  and indices read in one await (``af.to_data``).
-* ``POST /mlp`` ``{"x": [[64 floats], ...]}``: ``softmax(relu(x @ w1 + b1) @ w2 + b2)``.
+* ``POST /search`` ``{"query": [256 numbers, not all 0], "k": 1 to 100, default 5}``:
+  cosine scores of the query (normalized on the host) against a resident (N, 256) matrix
+  of unit rows (one matmul), the top k on the device (``af.topk``), values and indices
+  read in one await (``af.to_data``).
+* ``POST /mlp`` ``{"x": [[64 numbers], ...]}``: ``softmax(relu(x @ w1 + b1) @ w2 + b2)``.
 * ``GET /health``, ``GET /metrics`` (Prometheus), ``GET /stats`` (counters for the bench).
 
-Errors map to responses by kind (``asyncfusion.contrib.starlette``): a wrong query shape
-is a 400, overload a 503 with ``Retry-After``, a lost device a 503 while it is reopened.
+Bodies are read strictly (``asyncfusion.contrib.starlette.read_array``): a body that is
+not a JSON object is a 400, a field that is missing, of the wrong shape, not numbers,
+non-finite or out of float32's range a 422 naming the field; results are written with
+``ArrayJSONResponse`` (a non-finite number as ``null``). Other errors map to responses by
+kind: overload is a 503 with ``Retry-After``, a lost device a 503 while it is reopened.
 ``SERVICE_VARIANT=numpy`` or ``torch`` serves the same endpoints from numpy or torch in a
 worker thread, for ``bench/service.py`` to compare; ``SERVICE_ROWS`` sets N;
 ``SERVICE_GC_FREEZE=1`` freezes the objects made at startup (``gc.freeze()``: full
@@ -34,13 +37,13 @@ from typing import Any
 import anyio
 import numpy as np
 from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import Response
 from starlette.routing import Route
 
 import asyncfusion as af
-from asyncfusion.contrib.starlette import DeviceService
+from asyncfusion.contrib.starlette import (ArrayJSONResponse, DeviceService, RequestError,
+                                           error_response, read_array)
 
 DIM, HIDDEN, CLASSES = 256, 128, 10
 MLP_IN = 64
@@ -57,19 +60,24 @@ def host_weights(rows: int) -> dict[str, np.ndarray]:
             "b2": (rng.standard_normal(CLASSES) * 0.1).astype(np.float32)}
 
 
-async def _json(request: Request, key: str) -> tuple[np.ndarray, dict[str, Any]]:
-    try:
-        body = await request.json()
-        return np.asarray(body[key], dtype=np.float32), body
-    except (ValueError, KeyError, TypeError) as exc:
-        raise HTTPException(400, f"send JSON with a numeric {key!r} field ({exc})") from exc
+async def read_search(request: Request) -> tuple[np.ndarray, int]:
+    """/search's query, normalized (float32), and k; RequestError (422) if either is bad.
+    The query is normalized on the host: 256 floats cost less than four ops."""
+    q = await read_array(request, "query", shape=(DIM,), dtype=af.float32)
+    k = int(await read_array(request, "k", shape=(), dtype=af.int32, default=5))
+    if not 1 <= k <= 100:
+        raise RequestError(f"k: expected an integer from 1 to 100, got {k}", field="k")
+    wide = q.astype(np.float64)  # float32's squares overflow near the top of its range
+    norm = float(np.sqrt(wide @ wide))
+    if norm == 0.0:
+        raise RequestError("query: expected a vector that is not all zeros (its direction "
+                           "is searched)", field="query")
+    return (wide / norm).astype(np.float32), k
 
 
-def _k(body: dict[str, Any]) -> int:
-    k = body.get("k", 5)
-    if not isinstance(k, int) or not 1 <= k <= 100:
-        raise HTTPException(400, "k must be an int from 1 to 100")
-    return k
+async def read_mlp(request: Request) -> np.ndarray:
+    """/mlp's rows of MLP_IN numbers (float32); RequestError (422) if bad."""
+    return await read_array(request, "x", shape=(None, MLP_IN), dtype=af.float32)
 
 
 def _freeze_gc() -> None:
@@ -131,35 +139,31 @@ def _af_app(host: dict[str, np.ndarray], lag: LagMonitor, served: list[int],
             w = resident[dev] = {k: af.tensor(v, device=dev) for k, v in host.items()}
         return w
 
-    async def search(request: Request) -> JSONResponse:
-        q, body = await _json(request, "query")
-        k = _k(body)
+    async def search(request: Request) -> ArrayJSONResponse:
+        q, k = await read_search(request)  # before admission: a bad body takes no slot
         async with svc.admit():
             dev = svc.device()
             w = weights(dev)
-            # the query is normalized on the host: 256 floats cost less than four ops
-            qt = af.tensor(q / np.linalg.norm(q), device=dev)
-            scores = w["db"] @ qt  # ShapeError (400) if wrong
-            values, indices = af.topk(scores, k)
+            values, indices = af.topk(w["db"] @ af.tensor(q, device=dev), k)
             v, i = await af.to_data(values, indices)
         served[0] += 1
-        return JSONResponse({"indices": i.tolist(), "scores": v.tolist()})
+        return ArrayJSONResponse({"indices": i, "scores": v})
 
-    async def mlp(request: Request) -> JSONResponse:
-        x, _ = await _json(request, "x")
+    async def mlp(request: Request) -> ArrayJSONResponse:
+        x = await read_mlp(request)
         async with svc.admit():
             dev = svc.device()
             w = weights(dev)
             h = af.relu(af.tensor(x, device=dev) @ w["w1"] + w["b1"])
             probs = await af.softmax(h @ w["w2"] + w["b2"], axis=-1).to_data()
         served[0] += 1
-        return JSONResponse({"probs": probs.tolist()})
+        return ArrayJSONResponse({"probs": probs})
 
-    async def stats(request: Request) -> JSONResponse:
+    async def stats(request: Request) -> ArrayJSONResponse:
         m = svc.device().metrics()
-        return JSONResponse({"served": served[0], "launches": m.launches,
-                             "submissions": m.submissions, "rounds": m.rounds,
-                             "rejected": m.rejected, **lag.summary()})
+        return ArrayJSONResponse({"served": served[0], "launches": m.launches,
+                                  "submissions": m.submissions, "rounds": m.rounds,
+                                  "rejected": m.rejected, **lag.summary()})
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -178,7 +182,8 @@ def _af_app(host: dict[str, np.ndarray], lag: LagMonitor, served: list[int],
 
 def _thread_app(variant: str, host: dict[str, np.ndarray], lag: LagMonitor,
                 served: list[int]) -> Starlette:
-    """The same endpoints computed by numpy or torch in anyio's worker threads."""
+    """The same endpoints computed by numpy or torch in anyio's worker threads (the
+    bodies read, and the query normalized, on the event loop as in the af app)."""
     if variant == "torch":
         import torch
 
@@ -186,8 +191,7 @@ def _thread_app(variant: str, host: dict[str, np.ndarray], lag: LagMonitor,
         tw = {k: torch.from_numpy(v).to(device) for k, v in host.items()}
 
         def search_fn(q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-            qt = torch.from_numpy(q).to(device)
-            v, i = torch.topk(tw["db"] @ (qt / qt.norm()), k)
+            v, i = torch.topk(tw["db"] @ torch.from_numpy(q).to(device), k)
             return v.cpu().numpy(), i.cpu().numpy()
 
         def mlp_fn(x: np.ndarray) -> np.ndarray:
@@ -195,7 +199,7 @@ def _thread_app(variant: str, host: dict[str, np.ndarray], lag: LagMonitor,
             return torch.softmax(h @ tw["w2"] + tw["b2"], -1).cpu().numpy()  # type: ignore
     elif variant == "numpy":
         def search_fn(q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-            s = host["db"] @ (q / np.linalg.norm(q))
+            s = host["db"] @ q
             i = np.argpartition(-s, k)[:k]
             i = i[np.argsort(-s[i], kind="stable")]
             return s[i], i
@@ -207,21 +211,21 @@ def _thread_app(variant: str, host: dict[str, np.ndarray], lag: LagMonitor,
     else:
         raise ValueError(f"SERVICE_VARIANT must be af, numpy or torch, not {variant!r}")
 
-    async def search(request: Request) -> JSONResponse:
-        q, body = await _json(request, "query")
-        v, i = await anyio.to_thread.run_sync(search_fn, q, _k(body))
+    async def search(request: Request) -> ArrayJSONResponse:
+        q, k = await read_search(request)
+        v, i = await anyio.to_thread.run_sync(search_fn, q, k)
         served[0] += 1
-        return JSONResponse({"indices": i.tolist(), "scores": v.tolist()})
+        return ArrayJSONResponse({"indices": i, "scores": v})
 
-    async def mlp(request: Request) -> JSONResponse:
-        x, _ = await _json(request, "x")
+    async def mlp(request: Request) -> ArrayJSONResponse:
+        x = await read_mlp(request)
         probs = await anyio.to_thread.run_sync(mlp_fn, x)
         served[0] += 1
-        return JSONResponse({"probs": probs.tolist()})
+        return ArrayJSONResponse({"probs": probs})
 
-    async def stats(request: Request) -> JSONResponse:
-        return JSONResponse({"served": served[0], "launches": None, "submissions": None,
-                             **lag.summary()})
+    async def stats(request: Request) -> ArrayJSONResponse:
+        return ArrayJSONResponse({"served": served[0], "launches": None,
+                                  "submissions": None, **lag.summary()})
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -231,9 +235,12 @@ def _thread_app(variant: str, host: dict[str, np.ndarray], lag: LagMonitor,
             yield
             tg.cancel_scope.cancel()
 
+    async def refused(request: Request, exc: Exception) -> Response:
+        return error_response(exc)
+
     return Starlette(routes=[Route("/search", search, methods=["POST"]),
                              Route("/mlp", mlp, methods=["POST"]), Route("/stats", stats)],
-                     lifespan=lifespan)
+                     lifespan=lifespan, exception_handlers={RequestError: refused})
 
 
 if __name__ == "__main__":

@@ -82,3 +82,11 @@ def test_plain_script_quickstart_runs(capsys):
     (block,) = _blocks("quickstart.md", "In a plain script")
     exec(compile(block, "<quickstart>", "exec"), {})
     assert capsys.readouterr().out.count("\n") == 2
+
+
+def test_the_testing_pages_service_tests_pass(pytester):
+    (block,) = _blocks("testing.md", "Testing a service: `asgi_client` and `af_asgi_client`")
+    pytester.makepyfile(test_service_docs=block)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-o",
+                                          "asyncio_default_fixture_loop_scope=function")
+    assert result.ret == 0 and result.parseoutcomes()["passed"] >= 2  # once per backend

@@ -163,3 +163,49 @@ async def test_fails_and_keeps_a_tensor(af_device):
     ])
     assert "outlived test test_fails_and_keeps_a_tensor" not in result.stdout.str()
     assert "outlived test test_may_keep" not in result.stdout.str()
+
+
+def test_af_asgi_client_runs_the_app_fixtures_lifespan_under_every_plugin(pytester):
+    result = run(pytester, """
+import pytest
+from starlette.applications import Starlette
+from starlette.routing import Route
+from asyncfusion.contrib.starlette import ArrayJSONResponse, DeviceService
+
+SVC = DeviceService(backend="numpy")
+
+async def ones(request):
+    import asyncfusion as af
+    return ArrayJSONResponse({"sum": await af.ones((3,), device=SVC.device()).sum().to_data()})
+
+@pytest.fixture
+def app():
+    return Starlette(routes=[*SVC.routes, Route("/ones", ones)], lifespan=SVC.lifespan,
+                     exception_handlers=SVC.exception_handlers)
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request):
+    return request.param
+
+@pytest.mark.anyio
+async def test_under_anyio(af_asgi_client):
+    assert (await af_asgi_client.get("/health")).status_code == 200
+    r = await af_asgi_client.get("/ones")
+    assert r.status_code == 200 and r.json() == {"sum": 3.0}
+
+@pytest.mark.asyncio
+async def test_under_pytest_asyncio(af_asgi_client):
+    assert (await af_asgi_client.get("/health")).json()["status"] == "ok"
+
+def test_after_them_the_lifespan_closed_the_device():
+    import asyncfusion as af
+    with pytest.raises(af.DeviceClosedError):
+        SVC.device()
+
+def test_in_a_plain_test(af_asgi_client):
+    pass
+""", "-v")
+    result.assert_outcomes(passed=4, errors=1)
+    result.stdout.fnmatch_lines(["*test_under_anyio?trio? PASSED*",
+                                 "*af_asgi_client is an httpx.AsyncClient: use it in an async "
+                                 "test*"])

@@ -81,7 +81,7 @@ def test_a_ray_serve_replica_answers_as_numpy(serve_url):
         np.testing.assert_allclose(r.json()["probs"], want / want.sum(-1, keepdims=True),
                                    rtol=1e-4, atol=1e-6)
         bad = c.post("/search", json={"query": [1.0, 2.0], "k": 4})
-        assert bad.status_code == 400 and bad.json()["error"] == "ShapeError"
+        assert bad.status_code == 422 and bad.json()["field"] == "query"
         assert c.get("/stats").json()["served"] == 4
 
 

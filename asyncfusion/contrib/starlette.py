@@ -1,53 +1,123 @@
-"""A service's device for Starlette (and FastAPI): lifespan, reopening, health, errors.
+"""A service's device for Starlette (and FastAPI): lifespan, reopening, health, errors,
+and JSON in and out.
 
     svc = DeviceService(max_pending=256)
     app = Starlette(routes=[*svc.routes, Route("/score", score, methods=["POST"])],
                     lifespan=svc.lifespan, exception_handlers=svc.exception_handlers)
 
     async def score(request):
+        q = await read_array(request, "query", shape=(256,), dtype=af.float32)  # 4xx if bad
         async with svc.admit():               # 503 + Retry-After past max_pending
             dev = svc.device()                # the open device (reopened after a loss)
             ...
+            return ArrayJSONResponse({"scores": await s.to_data()})  # NaN, ±inf: null
 
 * ``lifespan`` opens the device when the app starts and closes it when the app stops.
 * A lost device (:class:`~asyncfusion.DeviceLostError`, or ``dev.lost``) is closed and a
   new one opened; meanwhile requests get 503 with ``Retry-After``.
 * ``/health`` answers 200 with the device and its metrics, or 503 while there is none.
 * ``/metrics`` is the Prometheus exposition (with ``prometheus-client`` installed).
-* ``exception_handlers`` answer :class:`~asyncfusion.InputError` with 400 (413 for
-  ``LimitError``), ``Overloaded`` and a lost or closed device with 503 and
-  ``Retry-After``, any other asyncfusion error with 500; the body is
-  ``{"error": class name, "detail": message}``.
+* :func:`read_json`, :func:`read_array` and :meth:`DeviceService.read_tensor` read a
+  request's JSON body strictly (:mod:`asyncfusion.contrib.jsonio`): a bad body or field
+  raises :class:`~asyncfusion.contrib.jsonio.RequestError` (400 or 422) naming the field
+  and the form expected. :class:`ArrayJSONResponse` writes numpy results, non-finite
+  numbers as ``null``.
+* ``exception_handlers`` answer every asyncfusion error (:func:`error_response`):
+  ``RequestError`` with its status, any other :class:`~asyncfusion.InputError` with 400
+  (413 for ``LimitError``), ``Overloaded`` and a lost or closed device with 503 and
+  ``Retry-After``, the rest with 500. The body is ``{"error": class name, "detail": ...}``
+  (and ``"field"`` for a ``RequestError``). Only a ``RequestError``'s message, which is
+  about the client's input, is sent; for the others ``detail`` is a fixed sentence for
+  their kind (an op's message can name the server's shapes, a kernel's the runtime's
+  internals) and the full message goes to the ``asyncfusion.contrib.starlette`` logger.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
+import logging
 import math
 from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
+import numpy as np
+import numpy.typing as npt
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from ..creation import tensor
 from ..device import Device, open_device
 from ..errors import (AsyncFusionError, DeviceClosedError, DeviceLostError, Overloaded,
                       http_status)
+from ..tensor import Tensor
+from .jsonio import JSONValue, RequestError, Shape, encode, parse_array, parse_body
 
-__all__ = ["DeviceService", "error_response"]
+__all__ = ["DeviceService", "ArrayJSONResponse", "error_response", "read_json",
+           "read_array", "RequestError"]
+
+_log = logging.getLogger(__name__)
+_BODY = "asyncfusion.json_body"  # where read_json keeps a request's parsed body (its scope)
+_DETAIL = {400: "the request's input does not fit this endpoint; check it against the "
+                "endpoint's documented form",
+           413: "the request's input is too large for this service",
+           500: "the service failed to run the request"}
+
+
+class ArrayJSONResponse(JSONResponse):
+    """A JSON response whose content may hold numpy arrays and scalars; ``NaN``, ``inf``
+    and ``-inf`` are written as ``null`` (:func:`asyncfusion.contrib.jsonio.encode`)."""
+
+    def render(self, content: object) -> bytes:
+        return encode(content)
+
+
+async def read_json(request: Request) -> dict[str, JSONValue]:
+    """The request's body as a JSON object, parsed once per request; raises
+    :class:`RequestError` (400) for an empty body, one that is not JSON or not an object."""
+    body: dict[str, JSONValue] | None = request.scope.get(_BODY)
+    if body is None:
+        body = request.scope[_BODY] = parse_body(await request.body())
+    return body
+
+
+async def read_array(request: Request, key: str, *, shape: Shape, dtype: object,
+                     default: npt.ArrayLike | None = None) -> np.ndarray:
+    """Field ``key`` of the request's JSON body as a numpy array of ``shape`` (``None``
+    for a dimension of any length from 1 up) and ``dtype``; raises :class:`RequestError`
+    (:func:`asyncfusion.contrib.jsonio.parse_array` says what is refused)."""
+    return parse_array(await read_json(request), key, shape=shape, dtype=dtype,
+                       default=default)
 
 
 def error_response(exc: Exception, retry_after: float = 1.0) -> JSONResponse:
-    """The JSON response for an asyncfusion error (see :func:`asyncfusion.http_status`)."""
+    """The JSON response for an asyncfusion error (see the module's docstring): a
+    :class:`RequestError`'s message as it is, for the others a sentence for their kind,
+    with their full message logged."""
+    if isinstance(exc, RequestError):
+        _log.info("refused a request (%d): %s", exc.status, exc)
+        return JSONResponse({"error": "RequestError", "detail": str(exc), "field": exc.field},
+                            status_code=exc.status)
     status = http_status(exc)
     headers = {}
     if status == 503:
         wait = exc.retry_after if isinstance(exc, Overloaded) else retry_after
-        headers["Retry-After"] = str(max(1, math.ceil(wait)))
-    return JSONResponse({"error": type(exc).__name__, "detail": str(exc)}, status_code=status,
+        seconds = max(1, math.ceil(wait))
+        headers["Retry-After"] = str(seconds)
+        what = ("the service is at capacity" if isinstance(exc, Overloaded) else
+                "the service's device is not available (starting, stopping or reopening)")
+        detail = f"{what}; retry in {seconds} s"
+        _log.info("answered %s with 503: %s", type(exc).__name__, exc)
+    elif status >= 500:
+        detail = _DETAIL[500]
+        _log.error("answered %s with %d: %s", type(exc).__name__, status, exc, exc_info=exc)
+    else:
+        detail = _DETAIL[status]
+        _log.warning("answered %s with %d (the client is told only its kind): %s",
+                     type(exc).__name__, status, exc)
+    return JSONResponse({"error": type(exc).__name__, "detail": detail}, status_code=status,
                         headers=headers)
 
 
@@ -104,6 +174,14 @@ class DeviceService:
             raise DeviceClosedError("no device is open (the service is starting, stopping or "
                                     "reopening its device); retry")
         return dev
+
+    async def read_tensor(self, request: Request, key: str, *, shape: Shape, dtype: object,
+                          default: npt.ArrayLike | None = None) -> Tensor:
+        """:func:`read_array` uploaded to the open device. The body is read and checked
+        before anything reaches the device; inside ``admit()``, the slot is held while
+        the body arrives (read a slow client's body with :func:`read_array` first)."""
+        data = await read_array(request, key, shape=shape, dtype=dtype, default=default)
+        return tensor(data, dtype=dtype, device=self.device())
 
     def admit(self, timeout: float = 0.0) -> contextlib.AbstractAsyncContextManager[None]:
         """``async with svc.admit():`` — the device's :meth:`~asyncfusion.Device.admit`."""
