@@ -53,7 +53,8 @@ class Buffer:
 class _Batch:
     """The commands of one round: an encoder, an open compute pass, and uniform arenas.
 
-    Arenas (64 KiB uniform buffers) are kept across rounds and rewritten at each submit;
+    Arenas (64 KiB uniform buffers) are kept across rounds, rewritten at a submit where
+    what the round wrote differs from what they hold;
     every dispatch reads its parameters at a dynamic offset in one of them, so a bind
     group depends only on the buffers it binds and is cached.
     """
@@ -61,6 +62,7 @@ class _Batch:
     encoder: Any = None
     cpass: Any = None
     arenas: list[tuple[Any, bytearray]] = field(default_factory=list)
+    written: list[bytes] = field(default_factory=list)  # what each arena holds on the GPU
     arena: int = -1
     used: int = _ARENA
     dispatches: int = 0
@@ -217,6 +219,7 @@ class Runtime:
             if batch.arena == len(batch.arenas):
                 buf = self.device.create_buffer(size=_ARENA, usage=_UNIFORM)
                 batch.arenas.append((buf, bytearray(_ARENA)))
+                batch.written.append(b"")
             batch.used = 0
         arena, host = batch.arenas[batch.arena]
         off = batch.used
@@ -265,8 +268,13 @@ class Runtime:
         if batch.encoder is None:
             return False
         self._end_pass(batch)
-        for buf, host in batch.arenas[:batch.arena + 1]:
-            self.queue.write_buffer(buf, 0, host)
+        last = batch.arena
+        written = batch.written
+        for k, (buf, host) in enumerate(batch.arenas[:last + 1]):
+            data = bytes(host[:min(batch.used, _ARENA) if k == last else _ARENA])
+            if written[k] != data:  # a repeated round rewrites nothing
+                self.queue.write_buffer(buf, 0, data)
+                written[k] = data
         self.queue.submit([batch.encoder.finish()])
         batch.encoder = None
         batch.arena = -1
