@@ -17,7 +17,7 @@ from .interop_device import DeviceBuffer, adopt, resolve
 from .nonzero import nonzero
 from .creation import (arange, empty, empty_like, eye, full, full_like, linspace, ones,
                        ones_like, rand, randn, tensor, zeros, zeros_like)
-from .device import Device, default_device, open_device, to_data
+from .runtime import Device, DeviceOptions, default_device, open_device, to_data
 from .dtype import (DType, NarrowingWarning, bool_, float16, float32, float64, int16, int32,
                     int64, uint16, uint32, uint64)
 from .errors import (AsyncFusionError, AxisError, BlockingCallError, DataError,
@@ -42,7 +42,7 @@ from .elementwise_api import (acos, acosh, add, asin, asinh, atan, atan2, atanh,
                               logical_not, logical_or, logical_xor, multiply, negative,
                               nextafter, not_equal, positive, pow, real, reciprocal, signbit,
                               sinh, subtract, tan, trunc)
-from .stream import StreamId
+from .engine.streams import StreamId
 from .reductions import (clip, gelu, layer_norm, log_softmax, logsumexp, mean, prod, silu,
                          softmax, sum, var)
 from .tensor import Tensor, cat, concat, maximum, minimum, where
@@ -58,7 +58,7 @@ __array_api_version__ = "2024.12"
 bool = bool_  # noqa: A001 - the Array API's name of the bool dtype
 
 __all__ = [
-    "Tensor", "Device", "DType", "StreamId",
+    "Tensor", "Device", "DeviceOptions", "DType", "StreamId",
     "open_device", "default_device", "to_data",
     "tensor", "asarray", "zeros", "ones", "full", "arange", "rand", "randn",
     "where", "minimum", "maximum", "cat", "concat", "elementwise_op",

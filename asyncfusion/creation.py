@@ -21,7 +21,7 @@ __all__ = ["tensor", "zeros", "ones", "full", "arange", "rand", "randn", "from_n
            "zeros_like", "ones_like", "full_like", "empty", "empty_like", "eye", "linspace"]
 
 def _device(device: Any) -> Any:
-    from .device import as_device, default_device
+    from .runtime import as_device, default_device
 
     return default_device() if device is None else as_device(device)
 

@@ -147,7 +147,7 @@ def adopt(buffer: Any, shape: tuple[int, ...], dtype: Any, *, device: Any = None
     """A tensor whose data is ``buffer`` (a wgpu ``GPUBuffer`` of ``device``'s GPU device,
     with STORAGE and COPY_SRC usage), dense from byte ``offset``; no copy is made, and the
     buffer stays the caller's (see the module docs: keep it alive while the tensor is)."""
-    from .device import as_device, default_device
+    from .runtime import as_device, default_device
 
     dev = default_device() if device is None else as_device(device)
     rt = getattr(dev.backend, "rt", None)

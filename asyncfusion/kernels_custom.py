@@ -225,7 +225,7 @@ def _check_now(name: str, wgsl: str) -> None:
 
 
 def _default() -> Any:
-    from .device import default_device
+    from .runtime import default_device
 
     return default_device()
 

@@ -39,7 +39,7 @@ import pytest
 if TYPE_CHECKING:
     import httpx
 
-    from .device import Device
+    from .runtime import Device
     from .testing import ASGIApp
 
 _T = TypeVar("_T")

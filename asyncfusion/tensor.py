@@ -370,7 +370,7 @@ class Tensor:
     def to_device(self, device: Any, /, *, stream: Any = None) -> Tensor:
         """This tensor on ``device``: itself when it is already there. Moving between
         devices needs a read: ``af.tensor(await t.to_data(), device=other)``."""
-        from .device import as_device
+        from .runtime import as_device
         if stream is not None:
             raise ValueError("to_device: stream= is not supported (asyncfusion orders work "
                              "by its own streams); leave it None")

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .device import Device
+from .runtime import Device
 from .tensor import Tensor
 
 if TYPE_CHECKING:

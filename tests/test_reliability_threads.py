@@ -9,7 +9,7 @@ import types
 
 
 from asyncfusion import _debug
-from asyncfusion.stream import StreamId
+from asyncfusion.engine.streams import StreamId
 
 
 class _HalfImported(types.ModuleType):

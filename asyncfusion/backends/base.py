@@ -60,12 +60,15 @@ def host_view(words: np.ndarray, first: int, layout: Layout, dtype: DType) -> np
 
 
 class Backend(Protocol):
+    """The seam between the engine and a device: what the executor thread calls."""
+
     name: str
     max_storage_bindings: int
     max_buffer_size: int
     fuses: bool
     faults: FaultInjector
     storage_align: int  # bytes: where a range of a buffer (``sub``) may start
+    dtypes: frozenset[DType]  # the dtypes this device holds
 
     def alloc(self, nbytes: int) -> Any: ...
 
@@ -100,4 +103,15 @@ class Backend(Protocol):
 
     def memory_stats(self) -> MemoryStats: ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Give everything back (the device is closing)."""
+        ...
+
+    @property
+    def lost(self) -> str | None:
+        """Why the device is gone for good (a driver reset, a release), or None."""
+        ...
+
+    def lose(self, reason: str) -> None:
+        """Lose the device on purpose, as a driver reset would (tests)."""
+        ...

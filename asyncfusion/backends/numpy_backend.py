@@ -239,3 +239,8 @@ class NumpyBackend:
 
     def close(self) -> None:
         pass
+
+    lost: str | None = None  # host memory is never lost
+
+    def lose(self, reason: str) -> None:
+        raise TypeError("only the wgpu backend has a GPU device to lose")

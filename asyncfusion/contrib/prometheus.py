@@ -18,8 +18,8 @@ from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
                                     HistogramMetricFamily)
 from prometheus_client.registry import Collector
 
-from ..device import Device
-from ..metrics import HistogramSnapshot
+from ..runtime import Device
+from ..runtime.metrics import HistogramSnapshot
 
 __all__ = ["DeviceCollector", "exposition"]
 

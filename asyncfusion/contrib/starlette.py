@@ -49,7 +49,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..creation import tensor
-from ..device import Device, open_device
+from ..runtime import Device, open_device
 from ..errors import (AsyncFusionError, DeviceClosedError, DeviceLostError, Overloaded,
                       http_status)
 from ..tensor import Tensor

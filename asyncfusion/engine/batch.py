@@ -17,7 +17,7 @@ it in place and the round's reads of it are one staging copy.
 
 A launch takes at most ``max_batch`` instances (``open_device(max_batch=...)``; a bigger
 group makes several launches per step); how long a round may wait for more streams is
-the server's business (``max_wait_ms``, in ``server.py``).
+the server's business (``max_wait_ms``, in ``runtime/server.py``).
 
 Only self-contained segments wait: their inputs are already computed, and no segment
 waiting before them reads what they free. Anything else first runs what waits, so the

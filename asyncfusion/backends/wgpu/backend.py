@@ -26,7 +26,7 @@ from ..faults import FaultInjector
 from .memory import STAGING_CACHE, BufferPool
 from .matmul_render import MatmulTiles, render_matmul, with_layout
 from .render import param_words, render
-from .runtime import Buffer, Runtime, get_runtime
+from .runtime import Buffer, Runtime, detach, get_runtime
 
 __all__ = ["WgpuBackend"]
 
@@ -316,15 +316,26 @@ class WgpuBackend:
                            a.allocations + b.allocations)
 
     def close(self) -> None:
-        """Give every pooled buffer back to the driver; live ones were released first."""
-        if self.batch.encoder is not None and self.rt.lost is None:
-            self.flush()
-        self.pool.clear()
-        self.staging.clear()
-        for arena, _ in self.batch.arenas:
-            self.rt.forget_buffer(arena)
-            arena.destroy()
-        self.batch = self.rt.new_batch()
+        """Give every pooled buffer back to the driver (live ones were released first),
+        then this device's share of the wgpu device: the last one lets it go."""
+        try:
+            if self.batch.encoder is not None and self.rt.lost is None:
+                self.flush()
+            self.pool.clear()
+            self.staging.clear()
+            for arena, _ in self.batch.arenas:
+                self.rt.forget_buffer(arena)
+                arena.destroy()
+            self.batch = self.rt.new_batch()
+        finally:
+            detach(self.rt)
+
+    @property
+    def lost(self) -> str | None:
+        return self.rt.lost
+
+    def lose(self, reason: str) -> None:
+        self.rt.lose(reason)
 
 
 class _ReadGroup:

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 
 import anyio
 
-from .errors import Overloaded
+from ..errors import Overloaded
 
 __all__ = ["Admission"]
 

@@ -31,7 +31,7 @@ import weakref
 from collections.abc import Hashable
 from typing import Any
 
-from .ir import DropOp, OperationIr, TensorIr, TensorStatus
+from ..ir import DropOp, OperationIr, TensorIr, TensorStatus
 
 __all__ = ["StreamId", "StreamQueue", "Streams", "current_stream"]
 

@@ -1,0 +1,200 @@
+"""The executor: owns a device's memory table and runs its rounds (executor thread only).
+
+A round is every request that arrived since the last one, from any number of tasks:
+drain the streams involved (dead work of ended tasks goes without running), run their
+plans — the equal plans of different streams as one launch per kernel (``batch.py``) —,
+stage the reads, submit all of it as one submission, then copy every read out of one
+shared staging buffer. A failing op poisons only its dependents (``plan.py``); a failing
+round fails only its own requests.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import numpy as np
+
+from .. import _debug
+from ..backends.base import Backend
+from ..errors import DeviceLostError, ExecutionError
+from ..ir import DropOp, Layout, OperationIr
+from ..trace import Counters, emit, trace_enabled
+from .batch import Deferred
+from .kept import KeptAlive
+from .memory import Memory, Poison, Storage
+from .plan import Context, run_single
+from .runner import Runner
+from .streams import Streams
+
+__all__ = ["Request", "Executor"]
+
+_dense_layout = functools.lru_cache(maxsize=1024)(Layout.dense)  # one per read otherwise
+
+
+@dataclass(eq=False)
+class Request:
+    """A read (``tensor`` set), a sync of every stream, or an ``empty_cache``, posted by
+    one task. ``data`` and ``error`` are written by the executor thread, before ``done``."""
+
+    stream: Hashable
+    tensor: Any = None
+    empty_cache: bool = False
+    done: anyio.Event = field(default_factory=anyio.Event)
+    data: np.ndarray | None = None
+    error: BaseException | None = None
+    cancelled: bool = False
+    sync: bool = False
+    posted: float = 0.0  # when it was posted (anyio's clock), if rounds may wait
+    kept: list[tuple[str, str, int]] = field(default_factory=list)  # debug warnings to issue
+
+
+
+class Executor:
+    """Owns the memory table; runs on the device's executor thread only."""
+
+    def __init__(self, streams: Streams, runner: Runner, backend: Backend, counters: Counters,
+                 max_batch: int | None = None) -> None:
+        self.streams = streams
+        self.runner = runner
+        self.backend = backend
+        self.counters = counters
+        self.memory = Memory(backend)
+        self.deferred = Deferred(runner, self.memory, counters, max_batch)
+        self.kept: KeptAlive | None = None  # debug mode: finds intermediates kept alive
+        if _debug.DEBUG and runner.fuse:
+            self.kept = KeptAlive()
+            runner.observe = self.kept.check
+
+    def round(self, requests: list[Request], sync: bool) -> None:
+        """One round (executor thread): run what ``requests`` need, submit it, and fill
+        in each read's ``data`` or ``error``."""
+        self.counters.rounds += 1
+        if sync or self.streams.crowded() or any(r.cancelled for r in requests):
+            self.counters.queues_scanned += len(self.streams.queues)
+            self.streams.reclaim()  # dead work of ended tasks goes without running
+        for tid in self.streams.take_freeable():
+            self._release(tid)
+        keys = self.streams.keys() if sync else list(
+            dict.fromkeys([r.stream for r in requests] + self.streams.long_queues()))
+        for key in keys:
+            self.drain(key, batch=True)
+        self.deferred.flush(self._recover)
+        reads = [r for r in requests if r.tensor is not None and not r.cancelled]
+        tokens: list[tuple[Request, Any]] = []
+        for r in reads:
+            prod = self.streams.pending_producer(r.tensor.id)
+            if prod is not None:
+                self.drain(*prod)
+            h = self.memory.get(r.tensor.id)
+            if isinstance(h, Poison):
+                r.error = self._error(f"tensor t{r.tensor.id} could not be computed", h.error)
+            elif h is None:
+                r.error = ExecutionError(
+                    f"tensor t{r.tensor.id} has no data on the device: no op computes it (a "
+                    "Tensor built by hand?); make tensors with asyncfusion.tensor(), zeros(), "
+                    "ones(), full(), arange(), rand() or randn()")
+            else:
+                assert isinstance(h, Storage)
+                layout = r.tensor.layout or _dense_layout(r.tensor.shape)
+                try:
+                    tokens.append((r, self.backend.stage_read(h.buffer, layout, r.tensor.dtype)))
+                except Exception as exc:  # noqa: BLE001
+                    r.error = self._error(f"staging the read of t{r.tensor.id} failed", exc)
+        try:
+            self.backend.flush()
+            if sync:
+                self.backend.wait_idle()
+        except Exception as exc:  # noqa: BLE001 - the submission failed: fail its readers
+            err = self._error("submitting work to the device failed", exc)
+            for r, token in tokens:
+                self.backend.discard_read(token)
+            for r in requests:
+                r.error = r.error or err
+            return
+        for r, token in tokens:
+            if r.cancelled:  # its reader is gone: nothing to copy out
+                self.backend.discard_read(token)
+                continue
+            try:
+                r.data = self.backend.finish_read(token)
+            except Exception as exc:  # noqa: BLE001
+                r.error = self._error(f"reading t{r.tensor.id} back failed", exc)
+        if any(r.empty_cache for r in requests):
+            self.backend.empty_cache()
+
+    def _error(self, what: str, cause: BaseException) -> ExecutionError:
+        """The error a reader gets: DeviceLostError once the GPU is gone, else
+        ExecutionError naming the failure, with the cause chained."""
+        lost = self.backend.lost
+        if isinstance(cause, DeviceLostError) or lost is not None:
+            err: ExecutionError = DeviceLostError(
+                f"{what}: the GPU device was lost ({lost or cause}); "
+                "open a new device")
+        else:
+            err = ExecutionError(
+                f"{what}: {type(cause).__name__}: {cause}. Only tensors that depend on the "
+                "failed op are affected; the device keeps working.")
+        err.__cause__ = cause
+        return err
+
+    def drain(self, key: Hashable, upto: int | None = None, batch: bool = False) -> None:
+        """Run a stream's queued ops (the first ``upto``), producers in other streams first;
+        ``batch``: they may wait for the round's other streams with the same plan."""
+        ops, frees = self.streams.take(key, upto)
+        if not ops:
+            return
+        if batch:
+            if trace_enabled():
+                for op in ops:
+                    emit(f"[registered] {op.describe()}")
+            if self.deferred.offer(ops, frees):
+                return
+        self.deferred.flush(self._recover)  # what waits goes first, as it was taken first
+        start = 0
+        memory = self.memory
+        for i, op in enumerate(ops):
+            for t in op.inputs():
+                if t.id not in memory:
+                    prod = self.streams.pending_producer(t.id)
+                    if prod is not None:
+                        self._run(ops[start:i], traced=batch)
+                        start = i
+                        self.drain(*prod)
+        self._run(ops[start:], traced=batch)
+        for tid in frees:
+            self._release(tid)
+
+    def _run(self, ops: list[OperationIr], traced: bool = False) -> None:
+        if not ops:
+            return
+        if trace_enabled() and not traced:
+            for op in ops:
+                emit(f"[registered] {op.describe()}")
+        try:
+            self.runner.run(ops, self.memory)
+        except Exception:  # noqa: BLE001 - a bug outside the steps' own isolation
+            self._recover(ops)
+
+    def _recover(self, ops: list[OperationIr]) -> None:
+        """These ops have left their queue: if they are not run now, their outputs are
+        lost for good. Run what did not run, op by op, each failure isolated."""
+        memory = self.memory
+        ctx = Context(memory, self.counters)
+        for op in ops:
+            outs = op.outputs()
+            if type(op) is DropOp or not all(t.id in memory for t in outs):
+                run_single(op, ctx)
+
+    def _release(self, tid: int) -> None:
+        self.memory.release(tid)
+
+    def close(self) -> None:
+        self.memory.release_all()
+        try:
+            self.backend.close()
+        except Exception:  # noqa: BLE001 - a lost device has nothing left to give back
+            pass

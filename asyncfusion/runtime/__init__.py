@@ -1,0 +1,8 @@
+"""The runtime: devices, their options and lifecycle, the server on the event loop, the
+executor thread, admission and metrics."""
+
+from .device import Device, as_device, to_data
+from .lifecycle import default_device, open_device
+from .options import DeviceOptions
+
+__all__ = ["Device", "DeviceOptions", "as_device", "default_device", "open_device", "to_data"]

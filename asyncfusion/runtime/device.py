@@ -1,0 +1,301 @@
+"""The device: a backend, the streams ops are registered on, the executor that runs them
+(wrapped in ``Fusion`` unless ``fusion=False``), and the server that takes requests.
+
+The server lives in the event loop that opened the device (``lifecycle.py``); other
+threads, and other event loops, reach it through an anyio blocking portal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import threading
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import numpy as np
+from anyio.from_thread import BlockingPortal
+
+from .._debug import in_event_loop
+from ..backends.base import Backend, MemoryStats
+from ..backends.numpy_backend import NumpyBackend
+from ..engine import Fusion, Plain
+from ..engine.executor import Executor, Request
+from ..engine.streams import StreamId, Streams, current_stream
+from ..errors import BlockingCallError, DeviceClosedError, DeviceMismatchError
+from ..ir import OperationIr, TensorIr
+from ..trace import Counters, CounterSnapshot
+from .admission import Admission
+from .metrics import Metrics
+from .options import DeviceOptions
+from .server import Server
+
+__all__ = ["Device", "as_device", "to_data", "DEVICES"]
+
+_numbers = itertools.count(1)
+DEVICES: weakref.WeakSet[Device] = weakref.WeakSet()  # every device of this process
+
+
+class Device:
+    """One backend device with its op streams, executor thread and server task."""
+
+    def __init__(self, backend: str = "wgpu", **options: Any) -> None:
+        """A device of ``backend`` with :class:`DeviceOptions` ``options`` (keywords);
+        its server runs once ``open_device`` (or ``default_device``) starts it."""
+        self.options = opts = DeviceOptions.of(backend, options)
+        self.counters = Counters()
+        self.backend: Backend
+        if opts.backend == "wgpu":
+            from ..backends.wgpu.backend import WgpuBackend
+
+            self.backend = WgpuBackend(
+                self.counters, max_storage_bindings=opts.max_storage_bindings,
+                workgroup=opts.workgroup, cache_bytes=opts.cache_bytes)
+        else:
+            self.backend = NumpyBackend()
+        self.fusion = opts.fusion and self.backend.fuses
+        runner = (Fusion(self.backend, self.counters) if self.fusion
+                  else Plain(self.backend, self.counters))
+        self.streams = Streams(opts.flush_threshold)
+        self._server = Server(
+            Executor(self.streams, runner, self.backend, self.counters, opts.max_batch),
+            opts.max_round, opts.max_batch, opts.max_wait_ms / 1000)
+        self._admission = Admission(opts.max_pending, opts.retry_after)
+        self._kept = self._server.executor.kept  # debug mode: notes where tensors are made
+        self._portal: BlockingPortal | None = None
+        self._closed = False
+        self.number = next(_numbers)
+        DEVICES.add(self)
+
+    def __repr__(self) -> str:
+        mode = "fusion" if self.fusion else "plain"
+        state = "closed" if self._closed else "open"
+        return f"<asyncfusion.Device #{self.number} {self.backend.name} {mode} {state}>"
+
+    # -- facts ---------------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def lost(self) -> bool:
+        """True once the underlying GPU device is gone (open a new device)."""
+        return self.backend.lost is not None
+
+    @property
+    def max_buffer_size(self) -> int:
+        return int(self.backend.max_buffer_size)
+
+    def stats(self) -> CounterSnapshot:
+        """Launches, blocks, plan-cache hits/misses and kernels generated so far."""
+        return self.counters.snapshot()
+
+    def metrics(self) -> Metrics:
+        """Rounds (count, size and latency histograms), queues, reads in flight and
+        admission (see :class:`asyncfusion.runtime.metrics.Metrics`); for Prometheus, see
+        ``asyncfusion.contrib.prometheus``."""
+        server, streams, adm = self._server, self.streams, self._admission
+        m = server.metrics
+        with streams.lock:
+            queued_ops = sum(len(q) for q in streams.queues.values())
+            n_streams = len(streams.queues)
+        return Metrics(
+            rounds=m.rounds, requests=m.requests, round_size=m.round_size.snapshot(),
+            round_seconds=m.round_seconds.snapshot(), queued_requests=len(server.inbox),
+            reads_in_flight=len(server.inbox) + m.running, queued_ops=queued_ops,
+            streams=n_streams, admitted=adm.admitted, rejected=adm.rejected,
+            admitted_now=adm.active, max_pending=adm.limit,
+            launches=self.counters.launches, submissions=self.counters.submissions,
+            batched_instances=self.counters.batched_instances)
+
+    def admit(self, timeout: float = 0.0) -> contextlib.AbstractAsyncContextManager[None]:
+        """Back pressure: ``async with dev.admit():`` around a request's device work.
+
+        Takes one of ``max_pending`` slots (``open_device(max_pending=...)``; no limit by
+        default), waiting up to ``timeout`` seconds for one to free, else raises
+        :class:`~asyncfusion.Overloaded` (answer 503 with ``Retry-After:
+        exc.retry_after``). Enter it before making tensors, so a refused request queues
+        no work. Use it from the event loop that opened the device."""
+        if self._closed:
+            raise self._server._dead_error()
+        return self._admission(timeout)
+
+    def reset_stats(self) -> None:
+        self.counters.reset()
+
+    def memory_stats(self) -> MemoryStats:
+        """Buffers held by live tensors (``live_*``) and the cache (``pooled_*``): freed
+        buffers kept for reuse, up to a budget sized from the device, so that a repeated
+        round allocates nothing. ``await empty_cache()`` gives the cache back."""
+        stats: MemoryStats = self.backend.memory_stats()
+        return stats
+
+    # -- registration (hot path) -----------------------------------------------------------
+    def register(self, op: OperationIr, inputs: tuple[int, ...] | list[int],
+                 out: TensorIr) -> None:
+        """Queue ``op`` (reading tensor ids ``inputs``, producing ``out``) on the caller's
+        stream."""
+        if self._closed:
+            raise self._server._dead_error()
+        key, owner = current_stream()
+        streams = self.streams
+        n = streams.register(key, op, inputs, out, owner)
+        if self._kept is not None:
+            self._kept.note(out, key)
+        if n == streams.flush_threshold or (n == 1 and streams.crowded()):
+            self._poke()  # a long queue to run, or many streams, some maybe ended
+
+    def _poke(self) -> None:
+        server = self._server
+        if threading.get_ident() == server.thread:
+            server.poke()
+        elif self._portal is not None:
+            with contextlib.suppress(Exception):
+                self._portal.start_task_soon(self._apoke)
+
+    async def _apoke(self) -> None:
+        self._server.poke()
+
+    # -- requests ------------------------------------------------------------------------
+    async def _request(self, tensor: Any, sync: bool, empty: bool = False
+                       ) -> np.ndarray | None:
+        if self.closed:
+            raise self._server._dead_error()
+        stream = StreamId.current()
+        if threading.get_ident() == self._server.thread:
+            return await self._in_loop(stream, tensor, sync, empty)
+        portal = self._require_portal()
+        call = functools.partial(portal.call, self._in_loop, stream, tensor, sync, empty)
+        return await anyio.to_thread.run_sync(call)
+
+    async def _in_loop(self, stream: Any, tensor: Any, sync: bool, empty: bool = False
+                       ) -> np.ndarray | None:
+        return await self._server.request(Request(stream, tensor, empty), sync)
+
+    def _blocking(self, tensor: Any, sync: bool, what: str) -> np.ndarray | None:
+        if in_event_loop():
+            raise BlockingCallError(
+                f"{what} blocks, and this code runs inside an event loop, where it would stall "
+                f"every other task; use 'await {what.replace('_sync', '').replace('_blocking', '')}"
+                f"()' instead")
+        if self.closed:
+            raise self._server._dead_error()
+        out: np.ndarray | None = self._require_portal().call(
+            self._in_loop, StreamId.current(), tensor, sync)
+        return out
+
+    def _require_portal(self) -> BlockingPortal:
+        if self._portal is None:
+            raise DeviceClosedError(f"{self!r} has no running server; use it inside open_device()")
+        return self._portal
+
+    async def read_many(self, tensors: tuple[Any, ...]) -> list[np.ndarray]:
+        """Read every tensor in one round (see :func:`to_data`)."""
+        if self.closed:
+            raise self._server._dead_error()
+        stream = StreamId.current()
+        if threading.get_ident() == self._server.thread:
+            return await self._many_in_loop(stream, tensors)
+        portal = self._require_portal()
+        call = functools.partial(portal.call, self._many_in_loop, stream, tensors)
+        out: list[np.ndarray] = await anyio.to_thread.run_sync(call)
+        return out
+
+    async def _many_in_loop(self, stream: Any, tensors: tuple[Any, ...]) -> list[np.ndarray]:
+        got = await self._server.request_many([Request(stream, t) for t in tensors])
+        out: list[np.ndarray] = []
+        for d in got:
+            assert d is not None  # a read that did not fail has data
+            out.append(d)
+        return out
+
+    async def read(self, tensor: Any) -> np.ndarray:
+        out = await self._request(tensor, False)
+        assert out is not None
+        return out
+
+    async def sync(self) -> None:
+        """Run every stream's pending work and wait until the device has finished it."""
+        await self._request(None, True)
+
+    async def empty_cache(self) -> None:
+        """Give every pooled buffer back to the driver (``memory_stats().pooled_*`` drop to
+        0), as torch's ``empty_cache`` does. It runs on the executor thread, between
+        rounds; buffers of live tensors stay. Allocation failures empty the cache on their
+        own before they give up, so this is for handing memory to other programs."""
+        await self._request(None, False, empty=True)
+
+    def sync_blocking(self) -> None:
+        """``sync()`` for plain threads and scripts; refuses to run inside an event loop."""
+        self._blocking(None, True, "device.sync_blocking")
+
+    # -- testing hooks -------------------------------------------------------------------
+    @contextlib.contextmanager
+    def inject_fault(self, kind: str = "launch", op: str | None = None,
+                     count: int | None = None) -> Iterator[None]:
+        """Inside this block, launches of kernels that contain ``op`` (or any launch), or
+        allocations (``kind="alloc"``), fail — every time, or the next ``count`` times."""
+        rule = self.backend.faults.add(kind, op, count)
+        try:
+            yield
+        finally:
+            self.backend.faults.remove(rule)
+
+    def lose_device(self, reason: str = "lost on purpose by lose_device()") -> None:
+        """Destroy the underlying GPU device, as a driver reset would (tests only).
+
+        Devices opened with the same limits share one wgpu device, so all of them see the
+        loss, as they would a real one; devices opened afterwards get a fresh GPU device.
+        """
+        self.backend.lose(reason)
+
+    # -- lifecycle -----------------------------------------------------------------------
+    async def _serve(self, portal: BlockingPortal, *, task_status: Any = anyio.TASK_STATUS_IGNORED
+                     ) -> None:
+        self._portal = portal
+        self._server.on_stop = self._mark_closed
+        await self._server.serve(task_status=task_status)
+
+    def _mark_closed(self) -> None:
+        self._closed = True
+
+
+async def to_data(*tensors: Any) -> tuple[np.ndarray, ...]:
+    """Read several tensors with one await: ``v, i = await af.to_data(values, indices)``.
+
+    All of them are read in one device round (one submission, one wait), instead of one
+    round trip each. They must live on one device. Raises the first failure in argument
+    order; a cancelled call withdraws every read."""
+    from ..tensor import Tensor
+
+    if not tensors:
+        raise TypeError("to_data() needs at least one tensor: await af.to_data(a, b, ...)")
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"to_data() reads asyncfusion Tensors, not {type(t).__name__}")
+    dev = tensors[0].device
+    if any(t.device is not dev for t in tensors):
+        raise DeviceMismatchError(
+            "to_data() got tensors of different devices; read each device's tensors with "
+            "its own to_data() call (they may run concurrently in a task group)")
+    out = await dev.read_many(tensors)
+    for t, values in zip(tensors, out, strict=True):
+        t._keep_host(values)
+    return tuple(out)
+
+
+def as_device(device: Any) -> Device:
+    """``device`` if it is a Device, else a TypeError that says what to pass."""
+    if isinstance(device, Device):
+        return device
+    if isinstance(device, contextlib.AbstractAsyncContextManager):
+        raise TypeError("device= got open_device() itself; enter it first: "
+                        "'async with asyncfusion.open_device() as dev:' and pass dev")
+    raise TypeError(f"device must be an asyncfusion Device (from open_device() or "
+                    f"default_device()), not {device!r}")
+
+
+

@@ -1,0 +1,108 @@
+"""``DeviceOptions``: every option of a device, defined, documented and checked once.
+
+``open_device(backend, **options)`` and ``Device(backend, **options)`` take these as
+keywords; a bad value is refused when the device opens, naming the option.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["DeviceOptions"]
+
+_BACKENDS = ("wgpu", "numpy")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeviceOptions:
+    """The options of one device.
+
+    :param backend: ``"wgpu"`` (WebGPU through wgpu-native) or ``"numpy"`` (the reference).
+    :param fusion: wrap the backend in the Fusion decorator (``False``: one launch per op).
+    :param max_storage_bindings: cap on storage buffers per kernel (WebGPU's default is 8).
+    :param workgroup: threads per workgroup of element-wise kernels (None: the adapter's
+        best: 512 on a GPU, 256 on a CPU adapter).
+    :param flush_threshold: queued ops of one stream that make the server run them
+        without a read.
+    :param max_pending: requests admitted at once by :meth:`Device.admit` (None: no limit);
+        the rest wait or get :class:`~asyncfusion.Overloaded`.
+    :param max_round: requests one round serves at most (None: all that wait), so a
+        round's latency stays bounded under overload; the rest go in the next round.
+    :param retry_after: the seconds an ``Overloaded`` error suggests to wait.
+    :param max_batch: instances one batched launch takes at most (None: as many as fit):
+        equal programs of more tasks than this run as several launches per kernel.
+    :param max_wait_ms: how long a round whose reads come from fewer than ``max_batch``
+        tasks (or ``max_round`` requests) may wait for more, counted from its oldest read
+        (0, the default: it starts at once). Under light load this trades up to that much
+        latency for batching: requests that arrive a little apart share one launch, as in
+        Triton's dynamic batcher or Ray Serve's ``@serve.batch``. Syncs never wait.
+    :param cache_bytes: how many bytes of freed buffers the caching allocator keeps for
+        reuse (None: the ``ASYNCFUSION_CACHE_BYTES`` environment variable, else 8 GiB on a
+        GPU and a quarter of the host's memory, at most 4 GiB, on a CPU adapter; WebGPU
+        does not report a device's memory). Past it, freed buffers are released; under
+        allocation pressure the cache is emptied and the allocation retried.
+    """
+
+    backend: str = "wgpu"
+    fusion: bool = True
+    max_storage_bindings: int | None = None
+    workgroup: int | None = None
+    flush_threshold: int = 512
+    max_pending: int | None = None
+    max_round: int | None = None
+    retry_after: float = 1.0
+    max_batch: int | None = None
+    max_wait_ms: float = 0.0
+    cache_bytes: int | None = None
+
+    @staticmethod
+    def of(backend: Any, options: dict[str, Any]) -> DeviceOptions:
+        """The options that ``open_device(backend, **options)`` names; an unknown name
+        is a TypeError that lists the known ones."""
+        known = {f.name for f in dataclasses.fields(DeviceOptions)} - {"backend"}
+        unknown = sorted(set(options) - known)
+        if unknown:
+            raise TypeError(f"unknown device option{'s' if len(unknown) > 1 else ''} "
+                            f"{', '.join(map(repr, unknown))}; the options are: "
+                            f"{', '.join(sorted(known))}")
+        return DeviceOptions(backend=backend, **options)
+
+    def __post_init__(self) -> None:
+        if self.backend not in _BACKENDS:
+            raise ValueError(f"unknown backend {self.backend!r}; use 'wgpu' or 'numpy'")
+        if not isinstance(self.fusion, bool):
+            raise TypeError(f"fusion must be True or False, not {self.fusion!r}")
+        for name, low, optional in (("max_storage_bindings", 4, True), ("workgroup", 1, True),
+                                    ("flush_threshold", 1, False),
+                                    ("max_pending", 1, True), ("max_round", 1, True),
+                                    ("max_batch", 1, True)):
+            _check_int(name, getattr(self, name), low, optional)
+        cache = self.cache_bytes
+        if cache is not None:
+            if not isinstance(cache, int) or isinstance(cache, bool):
+                raise TypeError(f"cache_bytes must be an int (bytes) or None, not {cache!r}")
+            if cache < 0:
+                raise ValueError(f"cache_bytes must be 0 or more (0: free buffers at once), "
+                                 f"not {cache}")
+        retry = self.retry_after
+        if not isinstance(retry, (int, float)) or isinstance(retry, bool) or not retry > 0:
+            raise ValueError(f"retry_after must be a positive number of seconds, not {retry!r}")
+        wait = self.max_wait_ms
+        if not isinstance(wait, (int, float)) or isinstance(wait, bool) \
+                or not 0 <= wait < float("inf"):
+            raise ValueError(f"max_wait_ms must be a number of milliseconds, 0 or more (0: "
+                             f"rounds start at once), not {wait!r}")
+
+
+def _check_int(name: str, value: Any, low: int, optional: bool) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, int) or isinstance(value, bool):
+        kind = "an int or None" if optional else "an int"
+        raise TypeError(f"{name} must be {kind}, not {value!r}")
+    if value < low:
+        extra = " (or None: no limit)" if optional and name.startswith("max_") and \
+            name != "max_storage_bindings" else ""
+        raise ValueError(f"{name} must be at least {low}{extra}, not {value}")

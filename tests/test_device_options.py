@@ -1,0 +1,45 @@
+"""Device options are defined and checked once (``DeviceOptions``): every way to open a
+device takes the same keywords and refuses the same bad ones, naming them."""
+
+from __future__ import annotations
+
+import pytest
+
+import asyncfusion as af
+
+
+def test_the_options_are_one_dataclass_that_devices_keep():
+    dev = af.Device("numpy", max_round=7, max_wait_ms=2.5)
+    assert dev.options == af.DeviceOptions(backend="numpy", max_round=7, max_wait_ms=2.5)
+    with pytest.raises(Exception):  # frozen: a device's options never change under it
+        dev.options.max_round = 8  # type: ignore[misc]
+
+
+async def test_an_unknown_option_is_named_with_the_known_ones():
+    with pytest.raises(TypeError, match=r"unknown device option 'max_rounds'.*max_round"):
+        async with af.open_device("numpy", max_rounds=3):
+            pass
+    with pytest.raises(TypeError, match=r"unknown device options 'a', 'b'"):
+        af.Device("numpy", a=1, b=2)
+
+
+@pytest.mark.parametrize("options, error, text", [
+    ({"max_round": 0}, ValueError, r"max_round must be at least 1 \(or None: no limit\)"),
+    ({"max_storage_bindings": 2}, ValueError, "max_storage_bindings must be at least 4"),
+    ({"workgroup": True}, TypeError, "workgroup must be an int or None"),
+    ({"flush_threshold": None}, TypeError, "flush_threshold must be an int, not None"),
+    ({"cache_bytes": -1}, ValueError, "cache_bytes must be 0 or more"),
+    ({"retry_after": 0}, ValueError, "retry_after must be a positive number"),
+    ({"max_wait_ms": float("inf")}, ValueError, "max_wait_ms must be a number"),
+    ({"fusion": 1}, TypeError, "fusion must be True or False"),
+])
+def test_bad_values_are_refused_naming_the_option(options, error, text):
+    with pytest.raises(error, match=text):
+        af.DeviceOptions(backend="numpy", **options)
+    with pytest.raises(error, match=text):
+        af.Device("numpy", **options)
+
+
+def test_an_unknown_backend_says_which_exist():
+    with pytest.raises(ValueError, match="unknown backend 'cuda'; use 'wgpu' or 'numpy'"):
+        af.DeviceOptions(backend="cuda")
