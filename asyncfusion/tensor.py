@@ -253,7 +253,7 @@ class Tensor:
         dev = self.device
         if dev.closed:
             return "device closed"
-        if self.id in dev.streams.producer:
+        if dev.streams.queued(self.id):
             return "queued"
         handle = dev._server.executor.memory.get(self.id)
         if handle is None:

@@ -33,11 +33,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..ir import DropOp, OperationIr, TensorStatus, dense_strides, numel
+import numpy as np
+
+from ..dtype import to_storage
+from ..ir import DropOp, InitOp, OperationIr, TensorStatus, dense_strides, numel
 from ..kernel import Kernel, LaunchArgs, Level
 from ..trace import Counters, emit, trace_enabled
 from .memory import Memory, Slab, Storage
-from .plan import Context, KernelStep, Step, store_nbytes
+from .plan import Context, KernelStep, OpStep, Step, store_nbytes
 from .runner import Runner
 
 __all__ = ["Deferred", "over_instances"]
@@ -125,9 +128,13 @@ class Deferred:
         for group in groups.values():
             packed = _Packed(ctx.backend)
             try:
+                many = len(group.members) > 1
                 for step in group.plan:
-                    if type(step) is KernelStep and len(group.members) > 1:
+                    if many and type(step) is KernelStep:
                         _run_batched(step, group.members, ctx, packed, self.max_batch)
+                    elif many and type(step) is OpStep and \
+                            type(group.members[0][0][step.index]) is InitOp:
+                        _upload_batched(step, group.members, ctx)
                     else:
                         for ops, ids in group.members:
                             step.run(ops, ids, ctx)
@@ -170,6 +177,39 @@ def _run_batched(step: KernelStep, members: list[tuple[list[OperationIr], list[i
                     pass
             for inst in chunk:
                 step.run(inst.ops, inst.ids, ctx)
+
+
+def _upload_batched(step: OpStep, members: list[tuple[list[OperationIr], list[int]]],
+                    ctx: Context) -> None:
+    """The upload at ``step`` for every member as one: their data, each at a stride of its
+    own in one slab, which the group's batched kernels then read in place (no copies)."""
+    backend, memory = ctx.backend, ctx.memory
+    inits = [ops[step.index] for ops, _ in members]
+    raws = [to_storage(op.data) for op in inits if type(op) is InitOp]
+    size = raws[0].nbytes
+    stride = -(-size // backend.storage_align) * backend.storage_align
+    if not size or any(r.nbytes != size for r in raws) or \
+            stride * len(raws) > backend.max_buffer_size:
+        for ops, ids in members:
+            step.run(ops, ids, ctx)
+        return
+    packed = np.zeros(stride * len(raws), np.uint8)
+    for b, raw in enumerate(raws):
+        packed[b * stride:b * stride + size] = raw.reshape(-1).view(np.uint8)
+    try:
+        backend.faults.check("alloc")
+        buffer = backend.upload(packed)
+    except Exception:  # noqa: BLE001 - out of memory, say: each upload alone, isolated
+        for ops, ids in members:
+            step.run(ops, ids, ctx)
+        return
+    slab = Slab(buffer, len(raws))
+    for b, op in enumerate(inits):
+        assert type(op) is InitOp
+        memory.bind(op.out.id, Storage(backend.sub(buffer, b * stride, size), slab, b * stride))
+    ctx.counters.blocks += len(raws)
+    if trace_enabled():
+        emit(f"[batch] {len(raws)} uploads of {size} bytes in one")
 
 
 def _max_instances(step: KernelStep, ctx: Context) -> Callable[[LaunchArgs], int]:

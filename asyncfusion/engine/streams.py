@@ -1,10 +1,12 @@
 """Streams: one ordered op queue per asyncio/trio task (or per thread outside any task).
 
-Registration is synchronous and takes a few microseconds. A finalizer (``Tensor.__del__``)
-may run on any thread at any moment, even in the middle of a registration, so it only
-appends the tensor id to a lock-free deque; drops are applied under the lock when the
-executor takes work (off the registering thread: a dropped tensor can never be used by a
-later op, so applying its drop late changes nothing).
+Registration is synchronous and lock-free: it appends the op to one log (an atomic
+deque append). A finalizer (``Tensor.__del__``) may run on any thread at any moment, even
+in the middle of a registration, so it only appends the tensor id to a second deque. The
+executor takes both in, in order, under the lock, whenever it looks at the streams: the
+logged ops into their streams' queues with their bookkeeping, then the drops logged
+before it started (a dropped tensor can never be used by a later op, so applying its drop
+late changes nothing).
 
 A drop becomes, in order of preference:
 1. the ``ReadWrite`` status of the tensor's last queued use, when every untaken use is in
@@ -36,6 +38,7 @@ from ..ir import DropOp, OperationIr, TensorIr, TensorStatus
 __all__ = ["StreamId", "StreamQueue", "Streams", "current_stream"]
 
 _RECLAIM_AT = 64  # reclaim ended streams once this many queues exist (then twice the rest)
+LOGGED_POKE = 64  # registrations waiting in the log that prompt the server to look
 _NO_PRODUCER = (None,)
 
 
@@ -121,7 +124,9 @@ class Streams:
 
     def __init__(self, flush_threshold: int = 512) -> None:
         self.lock = threading.RLock()  # RLock: debug mode asks whether it is held
-        self.queues: dict[Hashable, StreamQueue] = {}
+        self._queues: dict[Hashable, StreamQueue] = {}
+        self.log: collections.deque[tuple[Hashable, Any, OperationIr, tuple[int, ...] | list[int],
+                                          TensorIr]] = collections.deque()
         # Tensor.__del__ appends here directly: deque.append is atomic, re-entrant and
         # never blocks, so it is safe on any thread, at any moment.
         self.drops: collections.deque[int] = collections.deque()
@@ -140,44 +145,75 @@ class Streams:
     def register(self, key: Hashable, op: OperationIr, inputs: tuple[int, ...] | list[int],
                  out: TensorIr, owner: Any = None) -> int:
         """Queue ``op`` (reading ``inputs``, producing ``out``) on stream ``key``, whose
-        task or thread is ``owner``; returns the queue's length."""
-        with self.lock:
-            q = self.queues.get(key)
-            if q is None:
-                q = self.queues[key] = StreamQueue(
-                    key, owner if owner is not None else current_stream()[1])
-            seq = q.base + len(q.ops)
-            q.ops.append(op)
-            pending, uses, last, use_queue = self.pending_uses, q.uses, q.last, self.use_queue
-            for tid in inputs:
-                pending[tid] = pending.get(tid, 0) + 1
-                uses[tid] = uses.get(tid, 0) + 1
-                last[tid] = seq
-                use_queue[tid] = q
-            self.producer[out.id] = (q, seq, out)
-            n = len(q.ops)
-            if n == self.flush_threshold:
-                self.long.add(key)
-            return n
+        task or thread is ``owner``; returns how many ops wait to be taken in.
+
+        Registration only appends to one log (deque.append is atomic: no lock): the
+        bookkeeping happens on the executor's side, in order, when it next looks."""
+        log = self.log
+        log.append((key, owner if owner is not None else current_stream()[1], op, inputs,
+                    out))
+        return len(log)
 
     def also_produces(self, first: int, more: tuple[TensorIr, ...]) -> None:
         """The op just registered as the producer of ``first`` makes ``more`` too (an op
         of several outputs, ``af.custom_kernel``); nothing if it was taken meanwhile."""
         with self.lock:
+            self._absorb()
             prod = self.producer.get(first)
             if prod is not None:
                 for t in more:
                     self.producer[t.id] = (prod[0], prod[1], t)
 
+    def _absorb(self) -> None:
+        """Take in the logged registrations, then the drops that came before them (lock
+        held). A drop is logged after every use of its tensor (a dropped tensor has no
+        reference left to use), so the drops counted first never outrun their uses."""
+        drops = len(self.drops)
+        log = self.log
+        while log:
+            self._enqueue(*log.popleft())
+        if drops:
+            self._apply_drops(drops)
+
+    def _enqueue(self, key: Hashable, owner: Any, op: OperationIr,
+                 inputs: tuple[int, ...] | list[int], out: TensorIr) -> None:
+        q = self._queues.get(key)
+        if q is None:
+            q = self._queues[key] = StreamQueue(key, owner)
+        seq = q.base + len(q.ops)
+        q.ops.append(op)
+        pending, uses, last, use_queue = self.pending_uses, q.uses, q.last, self.use_queue
+        for tid in inputs:
+            pending[tid] = pending.get(tid, 0) + 1
+            uses[tid] = uses.get(tid, 0) + 1
+            last[tid] = seq
+            use_queue[tid] = q
+        self.producer[out.id] = (q, seq, out)
+        if len(q.ops) == self.flush_threshold:
+            self.long.add(key)
+
+    @property
+    def queues(self) -> dict[Hashable, StreamQueue]:
+        """The streams' queues, every registration so far taken in."""
+        with self.lock:
+            self._absorb()
+            return self._queues
+
+    def queued(self, tid: int) -> bool:
+        """Whether an untaken op produces ``tid``."""
+        with self.lock:
+            self._absorb()
+            return tid in self.producer
+
     def crowded(self) -> bool:
         """Enough streams exist that ended ones should be reclaimed now."""
         return len(self.queues) >= self.reclaim_at
 
-    def _apply_drops(self) -> None:
+    def _apply_drops(self, count: int) -> None:
         drops = self.drops
         self.epoch += 1
         producer, pending = self.producer, self.pending_uses
-        while drops:
+        for _ in range(count):
             tid = drops.popleft()
             prod = producer.get(tid)
             if prod is not None:
@@ -204,9 +240,8 @@ class Streams:
         last untaken use was among them).
         """
         with self.lock:
-            if self.drops:
-                self._apply_drops()
-            q = self.queues.get(key)
+            self._absorb()
+            q = self._queues.get(key)
             if q is None or not q.ops:
                 return [], []
             k = len(q.ops) if upto is None else max(0, min(upto - q.base, len(q.ops)))
@@ -243,20 +278,22 @@ class Streams:
                         del uses[tid]
                         last.pop(tid, None)
             if not q.ops:
-                del self.queues[key]
+                del self._queues[key]
             if len(q.ops) < self.flush_threshold:
                 self.long.discard(key)
             return ops, frees
 
     def take_freeable(self) -> list[int]:
         with self.lock:
-            if self.drops:
-                self._apply_drops()
+            self._absorb()
             out, self.freeable = self.freeable, []
             return out
 
     def pending_producer(self, tid: int) -> tuple[Hashable, int] | None:
         """(stream, sequence + 1) of the untaken op that produces ``tid``, if any."""
+        if self.log:
+            with self.lock:
+                self._absorb()
         prod = self.producer.get(tid)
         if prod is None:
             return None
@@ -265,9 +302,8 @@ class Streams:
 
     def keys(self) -> list[Hashable]:
         with self.lock:
-            if self.drops:
-                self._apply_drops()
-            return list(self.queues)
+            self._absorb()
+            return list(self._queues)
 
     def long_queues(self) -> list[Hashable]:
         with self.lock:
@@ -278,13 +314,12 @@ class Streams:
         """Remove the dead work of every stream whose task or thread has ended; returns
         the number of queued ops removed. Executor side."""
         with self.lock:
-            if self.drops:
-                self._apply_drops()
+            self._absorb()
             removed = 0
-            for q in list(self.queues.values()):
+            for q in list(self._queues.values()):
                 if q.pruned != self.epoch and _ended(q.owner):
                     removed += self._prune(q)
-            self.reclaim_at = max(_RECLAIM_AT, 2 * len(self.queues))
+            self.reclaim_at = max(_RECLAIM_AT, 2 * len(self._queues))
             return removed
 
     def _prune(self, q: StreamQueue) -> int:
@@ -343,7 +378,7 @@ class Streams:
         for tid in set(last_reads) | {t for t in self.deferred if t not in pending}:
             self._redrop(tid, gone)
         if not q.ops:
-            del self.queues[q.key]
+            del self._queues[q.key]
         if len(q.ops) < self.flush_threshold:
             self.long.discard(q.key)
         return len(ops) - len(q.ops)
