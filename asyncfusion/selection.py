@@ -10,9 +10,9 @@ once: each workgroup takes a *segment* of its row and keeps the ``k`` best pairs
 in workgroup memory. Slots ``[0, kk)`` hold the best so far, sorted (``kk``: ``k``
 rounded up to a power of two); a round reads one element a thread, and one that beats
 the ``k``-th best is appended after them (a workgroup atomic); when the next round
-might not fit, a bitonic sort of all ``S`` slots makes the best ``kk`` the new kept
-ones. Random data rarely beats the ``k``-th best for long, so most rounds are a read and
-a compare. Level one reads the values; each segment writes its ``k`` pairs, sorted; the
+might not fit, and at the end, a bitonic sort of the slots in use (kept and appended, up
+to a power of two) makes the best ``kk`` the new kept ones. Random data rarely beats the
+``k``-th best for long, so most rounds are a read and a compare. Level one reads the values; each segment writes its ``k`` pairs, sorted; the
 next level reads those candidates the same way; the last level (one segment a row)
 writes the values (read at the winning positions) and the positions.
 
@@ -188,17 +188,19 @@ fn appended(t: u32) -> u32 {{
     return workgroupUniformLoad(&taken_now);
 }}
 
-// the appended pairs (and the kept ones) sorted: the best kk come first
+// the kept pairs and the appended ones sorted, the best kk first: the slots up to the
+// power of two that holds them all (padded), the rest of them never read again
 fn merge(t: u32, got: u32) {{
     if (t == 0u) {{ atomicStore(&taken, 0u); }}
-    for (var e = prm.kk + got + t; e < S; e = e + WG) {{
+    let used = 1u << (32u - countLeadingZeros(prm.kk + got - 1u));
+    for (var e = prm.kk + got + t; e < used; e = e + WG) {{
         sk[e] = PAD;
         si[e] = 0xffffffffu;
     }}
-    for (var k = 2u; k <= S; k = k << 1u) {{
+    for (var k = 2u; k <= used; k = k << 1u) {{
         for (var j = k >> 1u; j > 0u; j = j >> 1u) {{
             workgroupBarrier();
-            for (var c = t; c < S / 2u; c = c + WG) {{
+            for (var c = t; c < used / 2u; c = c + WG) {{
                 let i = 2u * c - (c & (j - 1u));
                 let l = i | j;
                 if (before(sk[i], si[i], sk[l], si[l]) != ((i & k) == 0u)) {{
@@ -219,7 +221,7 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
     let row = w / prm.segs;
     let lo = (w % prm.segs) * prm.seg;
     let hi = min(lo + prm.seg, prm.m);
-    for (var e = t; e < S; e = e + WG) {{
+    for (var e = t; e < prm.kk; e = e + WG) {{
         sk[e] = PAD;
         si[e] = 0xffffffffu;
     }}
