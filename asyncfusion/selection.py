@@ -8,11 +8,14 @@ position in the row. Pairs compare by key, then position, so all differ and the 
 One custom kernel (:func:`~asyncfusion.custom_kernel`) runs every level, all rows at
 once: each workgroup takes a *segment* of its row and keeps the ``k`` best pairs of it
 in workgroup memory. Slots ``[0, kk)`` hold the best so far, sorted (``kk``: ``k``
-rounded up to a power of two); a round reads one element a thread, and one that beats
-the ``k``-th best is appended after them (a workgroup atomic); when the next round
-might not fit, and at the end, a bitonic sort of the slots in use (kept and appended, up
-to a power of two) makes the best ``kk`` the new kept ones. Random data rarely beats the
-``k``-th best for long, so most rounds are a read and a compare. Level one reads the values; each segment writes its ``k`` pairs, sorted; the
+rounded up to a power of two); a round reads one element a thread. The first round
+keeps every pair; after it, one that beats the ``k``-th best is appended after the kept
+ones (a workgroup atomic); when the next round might not fit, and at the end, a bitonic
+sort of the slots in use (kept and appended, up to a power of two) makes the best
+``kk`` the new kept ones. Random data rarely beats the ``k``-th best for long, so most
+rounds are a read and a compare. Rows of at most 128 take one round: a workgroup holds
+``256 / lanes`` of them, each with a team of ``lanes`` threads (a power of two) and its
+own slots. Level one reads the values; each segment writes its ``k`` pairs, sorted; the
 next level reads those candidates the same way; the last level (one segment a row)
 writes the values (read at the winning positions) and the positions.
 
@@ -25,6 +28,7 @@ levels; top-5 of 1M: two). ``k`` is at most what the adapter's workgroup memory 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,11 +105,14 @@ class _Variant:
 
 
 _PARAMS = """
-struct P { n: u32, m: u32, seg: u32, segs: u32, groups: u32, k: u32, kk: u32, mode: u32 }
+struct P { n: u32, m: u32, seg: u32, segs: u32, groups: u32, k: u32, kk: u32, mode: u32,
+           lanes: u32 }
 @group(0) @binding(0) var<uniform> prm: P;
 """
 # n: the values' row length; m: this level's input row length (n, or candidates);
-# seg: a segment's length; segs: segments a row; groups: rows * segs; k, kk; mode
+# seg: a segment's length; segs: segments a row; groups: rows * segs; k, kk; mode;
+# lanes: threads a segment (WG, or a power of two as short rows take: WG / lanes rows a
+# workgroup, each in its slots)
 
 
 def _word(v: _Variant) -> str:
@@ -182,28 +189,32 @@ var<workgroup> si: array<u32, S>;
 var<workgroup> taken: atomic<u32>;
 var<workgroup> taken_now: u32;
 
+fn pow2(x: u32) -> u32 {{
+    return 1u << (32u - countLeadingZeros(x - 1u));
+}}
+
 fn appended(t: u32) -> u32 {{
     workgroupBarrier();
     if (t == 0u) {{ taken_now = atomicLoad(&taken); }}
     return workgroupUniformLoad(&taken_now);
 }}
 
-// the kept pairs and the appended ones sorted, the best kk first: the slots up to the
-// power of two that holds them all (padded), the rest of them never read again
-fn merge(t: u32, got: u32) {{
+// a team's kept pairs and its ``got`` appended ones sorted in its slots (from ``at``),
+// the best kk first: the first ``used`` slots (a power of two that holds them, padded);
+// the others are not read again
+fn merge(t: u32, lane: u32, at: u32, got: u32, used: u32) {{
     if (t == 0u) {{ atomicStore(&taken, 0u); }}
-    let used = 1u << (32u - countLeadingZeros(prm.kk + got - 1u));
-    for (var e = prm.kk + got + t; e < used; e = e + WG) {{
-        sk[e] = PAD;
-        si[e] = 0xffffffffu;
+    for (var e = prm.kk + got + lane; e < used; e = e + prm.lanes) {{
+        sk[at + e] = PAD;
+        si[at + e] = 0xffffffffu;
     }}
     for (var k = 2u; k <= used; k = k << 1u) {{
         for (var j = k >> 1u; j > 0u; j = j >> 1u) {{
             workgroupBarrier();
-            for (var c = t; c < used / 2u; c = c + WG) {{
-                let i = 2u * c - (c & (j - 1u));
-                let l = i | j;
-                if (before(sk[i], si[i], sk[l], si[l]) != ((i & k) == 0u)) {{
+            for (var c = lane; c < used / 2u; c = c + prm.lanes) {{
+                let i = at + 2u * c - (c & (j - 1u));
+                let l = i + j;
+                if (before(sk[i], si[i], sk[l], si[l]) != (((i - at) & k) == 0u)) {{
                     let tk = sk[i]; sk[i] = sk[l]; sk[l] = tk;
                     let ti = si[i]; si[i] = si[l]; si[l] = ti;
                 }}
@@ -213,23 +224,36 @@ fn merge(t: u32, got: u32) {{
     workgroupBarrier();
 }}
 
+// A team of prm.lanes threads takes a segment. Several teams share a workgroup only
+// where a row is one round (m <= lanes, so one segment a row): they share lo and hi.
 @compute @workgroup_size({wg})
 fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {{
-    let w = wid.x + wid.y * nwg.x;
-    if (w >= prm.groups) {{ return; }}
-    let row = w / prm.segs;
-    let lo = (w % prm.segs) * prm.seg;
+    let teams = WG / prm.lanes;
+    let g0 = (wid.x + wid.y * nwg.x) * teams;
+    if (g0 >= prm.groups) {{ return; }}
+    let team = t / prm.lanes;
+    let lane = t % prm.lanes;
+    let g = g0 + team;
+    let live = g < prm.groups;
+    let row = g / prm.segs;
+    let lo = (g0 % prm.segs) * prm.seg;
     let hi = min(lo + prm.seg, prm.m);
-    for (var e = t; e < prm.kk; e = e + WG) {{
-        sk[e] = PAD;
-        si[e] = 0xffffffffu;
+    let at = team * (S / teams);
+    for (var e = lane; e < prm.kk; e = e + prm.lanes) {{
+        sk[at + e] = PAD;
+        si[at + e] = 0xffffffffu;
     }}
-    if (t == 0u) {{ atomicStore(&taken, 0u); }}
-    workgroupBarrier();
-    var worst_k = PAD;  // the k-th best so far: a pair must come before it to be kept
-    var worst_i = 0xffffffffu;
-    for (var base = lo; base < hi; base = base + WG) {{
+    let first = min(prm.lanes, hi - lo);  // the first round keeps every pair: none to beat
+    if (live && lane < first) {{
+        var key: {kt};
+        si[at + prm.kk + lane] = load(row, lo + lane, &key);
+        sk[at + prm.kk + lane] = key;
+    }}
+    merge(t, lane, at, first, pow2(prm.kk + first));
+    var worst_k = sk[at + prm.k - 1u];  // the k-th best so far: a pair must come before it
+    var worst_i = si[at + prm.k - 1u];
+    for (var base = lo + WG; base < hi; base = base + WG) {{  // one team (lanes = WG)
         let pos = base + t;
         if (pos < hi) {{
             var key: {kt};
@@ -242,25 +266,27 @@ fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec
         }}
         let got = appended(t);
         if (got > S - prm.kk - WG) {{
-            merge(t, got);
+            merge(t, t, 0u, got, pow2(prm.kk + got));
             worst_k = sk[prm.k - 1u];
             worst_i = si[prm.k - 1u];
         }}
     }}
     let got = appended(t);
     if (got > 0u) {{
-        merge(t, got);
+        merge(t, t, 0u, got, pow2(prm.kk + got));
     }}
-    for (var j = t; j < prm.k; j = j + WG) {{
+    if (live) {{
+        for (var j = lane; j < prm.k; j = j + prm.lanes) {{
 {store}
+        }}
     }}
 }}
 """
 
-_STORE_PAIRS = """        okey[w * prm.k + j] = sk[j];
-        oidx[w * prm.k + j] = si[j];"""
-_STORE_LAST = """        oidx[row * prm.k + j] = si[j];
-        put(row * prm.k + j, row * prm.n + si[j]);"""
+_STORE_PAIRS = """            okey[g * prm.k + j] = sk[at + j];
+            oidx[g * prm.k + j] = si[at + j];"""
+_STORE_LAST = """            oidx[g * prm.k + j] = si[at + j];
+            put(g * prm.k + j, row * prm.n + si[at + j]);"""
 
 
 def _wgsl(v: _Variant) -> str:
@@ -282,11 +308,10 @@ def _best_np(key: np.ndarray, idx: np.ndarray, seg: int, segs: int, k: int
     return keys, ids
 
 
-def _twin(v: _Variant) -> Any:
+def _twin(v: _Variant) -> Callable[..., tuple[np.ndarray, np.ndarray]]:
     def run(*args: Any) -> tuple[np.ndarray, np.ndarray]:
-        n, m, seg, segs, groups, k, _, mode = args[-8:]
+        n, m, seg, segs, groups, k, _, mode, _ = args[-9:]
         rows = groups // segs
-        src = args[0 if v.first else 2].reshape(rows, n) if v.first or v.last else None
         if v.first:
             key = keys_np(args[0].reshape(rows, n), v.kind, mode)
             idx = np.broadcast_to(np.arange(n, dtype=np.uint32), (rows, n))
@@ -295,15 +320,16 @@ def _twin(v: _Variant) -> Any:
         key, idx = _best_np(key, idx, seg, segs, k)
         if not v.last:
             return key.reshape(-1), idx.reshape(-1)
+        src = args[0 if v.first else 2].reshape(rows, n)
         return np.take_along_axis(src, idx.astype(np.int64), 1), idx.astype(np.int32)
     return run
 
 
-def _outputs(v: _Variant) -> Any:
-    def rule(*args: Any) -> list[tuple[tuple[int, ...], Any]]:
-        src = args[0] if v.first else args[2] if v.last else None
-        _, _, _, segs, groups, k, _, _ = args[-8:]
-        if v.last:
+def _outputs(v: _Variant) -> Callable[..., list[tuple[tuple[int, ...], DType | str]]]:
+    def rule(*args: Any) -> list[tuple[tuple[int, ...], DType | str]]:
+        groups, k = args[-5], args[-4]
+        if v.last:  # one segment a row: groups are the rows
+            src = args[0 if v.first else 2]
             assert isinstance(src, Spec)
             return [((groups, k), src.dtype), ((groups, k), "int32")]
         return [((groups * k,), "uint64" if v.wide else "uint32"), ((groups * k,), "uint32")]
@@ -311,8 +337,8 @@ def _outputs(v: _Variant) -> Any:
 
 
 def _groups(*args: Any) -> tuple[int, int]:
-    groups = args[-4]
-    return min(groups, _MAX_X), -(-groups // _MAX_X)
+    wgs = -(-args[-5] // (_WG // args[-1]))  # groups, teams a workgroup
+    return min(wgs, _MAX_X), -(-wgs // _MAX_X)
 
 
 @functools.cache
@@ -336,7 +362,8 @@ def top_k(rows: Tensor, k: int, largest: bool) -> tuple[Tensor, Tensor]:
         segs = -(-m // seg)
         v = _Variant(kind, level == 0, level == len(lengths) - 1, _slots(k))
         ins = (rows,) if v.first else pairs + ((rows,) if v.last else ())
-        got = _kernel(v)(*ins, params=(n, m, seg, segs, r * segs, k, _pow2(k), mode))
+        lanes = min(_WG, _pow2(m))
+        got = _kernel(v)(*ins, params=(n, m, seg, segs, r * segs, k, _pow2(k), mode, lanes))
         assert isinstance(got, tuple)
         pairs = got
     return pairs[0], pairs[1]

@@ -65,7 +65,7 @@ DTYPES = (np.float32, np.float16, np.float64, np.int32, np.int16, np.uint32, np.
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape,k", [((3, 700), 1), ((2, 300), 300), ((5000,), 40),
-                                     ((2, 9000), 7)])
+                                     ((2, 9000), 7), ((37, 5), 3)])
 async def test_topk_is_a_stable_sorts_first_k_for_every_dtype(dev, ref, dtype, shape, k):
     x = data(shape, dtype)
     for device in (dev, ref):
@@ -82,6 +82,25 @@ async def test_nan_is_the_largest_and_zeros_tie_by_position(dev, ref):
         np.testing.assert_array_equal(await i.to_data(), [[6, 0, 1, 4, 7]])
         got = await v.to_data()
         np.testing.assert_array_equal(np.signbit(got), [[True, False, True, True, False]])
+
+
+@pytest.mark.parametrize("shape,k", [((700, 3), 2), ((33, 100), 100), ((5, 1), 1),
+                                     ((300, 129), 4)])
+async def test_short_rows_share_workgroups(dev, ref, shape, k):
+    # rows of m <= 128 go WG / pow2(m) to a workgroup, each to its own team of threads
+    # and slots; the last workgroup's spare teams write nothing
+    x = data(shape, np.float32)
+    t = af.tensor(x, device=dev)
+    assert await launches(dev, lambda: af.topk(t, k)[1]) == 1
+    for device in (dev, ref):
+        await check(device, x, k)
+        await check(device, x, k, largest=False)
+
+
+def test_workgroups_spread_over_y_past_the_limit():
+    # params: n, m, seg, segs, groups, k, kk, mode, lanes
+    assert selection._groups(129, 129, 4096, 1, 70_000, 1, 1, 3, 256) == (65535, 2)
+    assert selection._groups(3, 3, 4096, 1, 70_000, 1, 1, 3, 4) == (1094, 1)
 
 
 @pytest.mark.parametrize("shape,k,levels", [((4, 65536), 100, 2), ((1, 5000), 1024, 2),
