@@ -2,9 +2,9 @@
 
 Every element of a row becomes a pair: a 32-bit *key* whose unsigned order is the order
 wanted (:mod:`asyncfusion.sortkeys`: NaN last, or first for a top-k where NaN counts as
-the largest) and its position in the row. Pairs
-compare by key, then by position, so all pairs differ and the result is the stable
-order. Rows are padded to a power of two with pairs that sort after every element.
+the largest) and its position in the row. Pairs compare by key, then by position, so all
+pairs differ and the result is the stable order. Rows are padded to a power of two with
+pairs that sort after every element.
 
 The network runs in three custom kernels (:func:`~asyncfusion.custom_kernel`), every
 launch over all rows at once:
