@@ -9,14 +9,12 @@ Indices are int32 (uint32 and Python ints are converted). A negative index count
 the end; an index out of range cannot raise inside a kernel, so it is **clamped** to the
 axis (as JAX does) — check indices on the host when they come from outside.
 
-``topk`` runs ``k`` passes of a fused argmax (each masks what earlier passes took), so a
-long axis is never sorted: O(k n) work, in kernels that batch across streams. An axis of
-4096 or more goes in two stages, so that no pass is a reduction of one long row (one
-workgroup): the top ``k`` of each chunk of ``_CHUNK`` elements, all chunks at once, then
-the top ``k`` of those candidates. From ``_SORT_TOPK`` elements on, or for more than
-``_PASSES_K`` of them (32-bit dtypes), the sorting network (:mod:`asyncfusion.sorting`)
-sorts every block of 2048 in one launch and then sorts only the blocks' first ``k``: a
-handful of launches, whatever ``k``.
+``topk`` selects in workgroups (:mod:`asyncfusion.selection`): each keeps the best ``k``
+of a segment of the row, then of the segments' candidates: three launches at most for
+``k`` up to 1024 and rows up to 16M elements, values and indices written by the last.
+For a larger ``k`` the rows are sorted (32-bit dtypes: the sorting network) or, for
+64-bit dtypes, which the network does not sort, taken in ``k`` passes of a fused argmax
+(each masks what earlier passes took).
 
 ``sort``/``argsort`` of a row up to ``_RANK_SORT`` long rank every element against every
 other of its row in one fused reduction (two launches plus a gather); longer rows of
@@ -30,7 +28,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from . import sorting
+from . import selection, sorting
 from .creation import arange, full, tensor
 from .dtype import DType, int_range
 from .errors import DeviceMismatchError, DTypeError, IndexingError, LimitError, ShapeError
@@ -45,10 +43,6 @@ _MAX_AXIS = 2**31 - 1  # kernels wrap and clamp indices in i32
 _MAX_SORT = 8192  # the rank sort (64-bit dtypes) does n * n work per row
 _RANK_SORT = 64  # rows up to this long sort by rank (one fused kernel, batched across
 # streams); longer ones of 32-bit dtypes go through the sorting network
-_CHUNK = 1024  # two-stage topk: a chunk of a long axis gives k candidates
-_SORT_TOPK = 4 * _CHUNK  # topk of rows this long (32-bit dtypes): blocks sorted, then
-# their candidates (about 13 ops where the passes take 64)
-_PASSES_K = 16  # topk of more than this many (32-bit dtypes): through the network too
 
 
 def _indices(index: Any, like: Tensor, what: str) -> Tensor:
@@ -157,11 +151,11 @@ def _along(n: int, ndim: int, ax: int, device: Any) -> Tensor:
 
 def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True) -> tuple[Tensor, Tensor]:
     """The ``k`` largest (``largest=False``: smallest) values along ``axis`` and their
-    indices, best first, ties by lower index. See the module for how (never a sort of a
-    long row for a small ``k``). NaN
-    counts as the largest value; an axis that holds the masking value itself (``-inf``,
-    or the int32 minimum; ``+inf``/maximum for ``largest=False``) may list a position
-    twice once the other values are taken."""
+    indices, best first, ties by lower index (a stable sort's first ``k``); NaN counts as
+    the largest value and ``-0.0`` equals ``0.0``. See the module for how (never a sort of
+    a long row for ``k`` up to 1024). For a larger ``k`` of a 64-bit dtype, an axis that
+    holds the masking value itself (``-inf``, or the minimum; ``+inf``/maximum for
+    ``largest=False``) may list a position twice once the other values are taken."""
     if type(x) is not Tensor:
         raise TypeError(f"topk needs an asyncfusion Tensor, not {type(x).__name__}")
     if x.dtype is DType.bool:
@@ -172,18 +166,19 @@ def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True) -> tuple[Tenso
     if not 1 <= k <= n:
         raise ShapeError(f"topk: k={k} must be between 1 and the axis size {n} (axis {ax} "
                          f"of shape {x.shape})")
+    rows, back = _rows(x, ax)
+    if k <= selection.max_k(x.device.backend, x.dtype):
+        values, at = selection.top_k(rows, k, largest)
+        return back(values), back(at)
+    # more than a workgroup's memory keeps
+    if x.dtype in sorting.SORTABLE:
+        at = sorting.top_positions(rows, k, largest)
+        return back(take_along_axis(rows, at, 1)), back(at)
     if x.dtype.is_float:
         mask: float | int = float("-inf") if largest else float("inf")
     else:
         lo, hi = int_range(x.dtype)
         mask = lo if largest else hi
-    if (n >= _SORT_TOPK or k > _PASSES_K) and x.dtype in sorting.SORTABLE:
-        rows, back = _rows(x, ax)
-        at = sorting.top_positions(rows, k, largest)
-        values = take_along_axis(rows, at, 1)
-        return back(values), back(at)
-    if n >= 4 * _CHUNK and 4 * k <= _CHUNK:
-        return _topk_chunked(x, k, ax, largest, mask)
     return _topk_passes(x, k, ax, largest, mask)
 
 
@@ -221,29 +216,6 @@ def _topk_passes(x: Tensor, k: int, ax: int, largest: bool,
     for j in range(2, k):
         indices = where(slot == j, picked[j], indices)
     return take_along_axis(x, indices, ax), indices
-
-
-def _topk_chunked(x: Tensor, k: int, ax: int, largest: bool,
-                  mask: float | int) -> tuple[Tensor, Tensor]:
-    """The top ``k`` of each ``_CHUNK`` of axis ``ax`` (padded with ``mask``), then of the
-    candidates, chunk by chunk: equal values keep the order of their indices, and
-    padding comes after every element, so it is never taken."""
-    n = x.shape[ax]
-    last = x.ndim - 1
-    order = [d for d in range(x.ndim) if d != ax] + [ax]
-    xt = x.permute(*order)  # the axis last
-    chunks = -(-n // _CHUNK)
-    if chunks * _CHUNK > n:
-        pad = full(xt.shape[:-1] + (chunks * _CHUNK - n,), mask, x.dtype, device=x.device)
-        xt = cat([xt, pad], last)
-    lead = xt.shape[:-1]
-    v1, i1 = _topk_passes(xt.reshape(lead + (chunks, _CHUNK)), k, last + 1, largest, mask)
-    first = arange(0, chunks * _CHUNK, _CHUNK, dtype=DType.int32, device=x.device).reshape(
-        (1,) * last + (chunks, 1))  # each chunk's offset
-    v2, at = _topk_passes(v1.reshape(lead + (chunks * k,)), k, last, largest, mask)
-    i2 = take_along_axis((i1 + first).reshape(lead + (chunks * k,)), at, last)
-    back = [order.index(d) for d in range(x.ndim)]
-    return v2.permute(*back), i2.permute(*back)
 
 
 def rank_sort_limit(x: Tensor, rows: int = 1) -> int | None:

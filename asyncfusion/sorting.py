@@ -1,10 +1,10 @@
 """Sorting long rows on the device: a bitonic sorting network over (key, index) pairs.
 
 Every element of a row becomes a pair: a 32-bit *key* whose unsigned order is the order
-wanted (float bits with the sign folded, NaN last; ints with the sign bit flipped; the
-key inverted for a descending sort, NaN still last) and its position in the row. Pairs
-compare by key, then by position, so all pairs differ and the result is the stable
-order. Rows are padded to a power of two with pairs that sort after every element.
+wanted (:mod:`asyncfusion.sortkeys`: NaN last, or first for a top-k where NaN counts as
+the largest) and its position in the row. Pairs compare by key, then by position, so all
+pairs differ and the result is the stable order. Rows are padded to a power of two with
+pairs that sort after every element.
 
 The network runs in three custom kernels (:func:`~asyncfusion.custom_kernel`), every
 launch over all rows at once:
@@ -17,8 +17,9 @@ launch over all rows at once:
 A row of ``P = 2**p`` padded elements costs ``1 + sum over stages 2**(b+1)..P of
 (log2(stage) - b + 1)`` launches (``_BLOCK = 2**b``): 1 up to 2048 elements, 3 at 4096,
 55 at 2**20, all in one submission. :func:`sorted_pairs` gives the sorted positions;
-``argsort``, ``sort`` and the long-axis ``topk`` (:mod:`asyncfusion.indexing`) use it for
-32-bit dtypes (float16, bool, int16 and uint16 through their 32-bit forms).
+``argsort`` and ``sort`` (:mod:`asyncfusion.indexing`) use it for 32-bit dtypes (float16,
+bool, int16 and uint16 through their 32-bit forms), and ``topk`` for more than
+:mod:`asyncfusion.selection` keeps in a workgroup (:func:`top_positions`).
 """
 
 from __future__ import annotations
@@ -28,11 +29,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .dtype import DType, int_range
+from .dtype import DType
 from .kernels_custom import CustomKernel, custom_kernel
-from .tensor import Tensor, where
+from .sortkeys import KIND, keys_np, wgsl_key
+from .tensor import Tensor
 
-__all__ = ["sorted_pairs", "SORTABLE", "launches"]
+__all__ = ["sorted_pairs", "top_positions", "SORTABLE", "launches"]
 
 _WG = 256
 _BLOCK = 2048  # pairs one workgroup sorts in workgroup memory (16 KiB of keys + indices)
@@ -44,9 +46,8 @@ _WIDEN = {DType.float16: DType.float32, DType.bool: DType.uint32, DType.int16: D
 _PAD = 0xFFFFFFFF  # padding's key: last (ties go by position, and padding's come last)
 
 # params: n (row length), p (padded length), rows, block (pairs per workgroup, a power of
-# two <= _BLOCK), k_lo, k_hi (the stages this launch runs), j (the step, bitonic_step;
-# bitonic_block: 1 when its blocks are sorted on their own, each ascending),
-# mode: bit 0 descending, bit 1 NaN first (top-k, where NaN counts as the largest).
+# two <= _BLOCK), k_lo, k_hi (the stages this launch runs), j (the step, bitonic_step),
+# desc: the key's mode (asyncfusion.sortkeys).
 _PARAMS = """
 struct P { n: u32, p: u32, rows: u32, block: u32, k_lo: u32, k_hi: u32, j: u32, desc: u32 }
 @group(0) @binding(0) var<uniform> prm: P;
@@ -58,34 +59,6 @@ fn less(ka: u32, ia: u32, kb: u32, ib: u32) -> bool {
 }
 """
 
-# The key of a 32-bit word of each source kind (values read as raw u32 bits).
-_KEY = {
-    "float": """
-fn key_of(b0: u32) -> u32 {
-    var b = b0;
-    if ((b & 0x7fffffffu) > 0x7f800000u) {                           // NaN: last,
-        return select(0xffffffffu, 0u, (prm.desc & 2u) != 0u);        // or first
-    }
-    if ((b & 0x7fffffffu) == 0u) { b = 0u; }                         // -0 == +0
-    var k = b ^ 0x80000000u;
-    if ((b >> 31u) == 1u) { k = ~b; }
-    if ((prm.desc & 1u) != 0u) { k = ~k; }
-    return clamp(k, 1u, 0xfffffffeu);  // NaN and padding keep the ends to themselves
-}
-""",
-    "int": """
-fn key_of(b: u32) -> u32 {
-    let k = b ^ 0x80000000u;
-    return select(k, ~k, (prm.desc & 1u) != 0u);
-}
-""",
-    "uint": """
-fn key_of(b: u32) -> u32 {
-    return select(b, ~b, (prm.desc & 1u) != 0u);
-}
-""",
-}
-
 _SHARED_NETWORK = """
 var<workgroup> sk: array<u32, {block}>;
 var<workgroup> si: array<u32, {block}>;
@@ -96,8 +69,7 @@ fn local_steps(t: u32, base: u32, k: u32, j0: u32) {{
         for (var m = t; m < prm.block / 2u; m = m + {wg}u) {{
             let i = 2u * m - (m & (j - 1u));
             let l = i | j;
-            // prm.j == 1 (bitonic_block alone): every block ends ascending
-            let up = ((base + i) & k) == 0u || (prm.j == 1u && k == prm.block);
+            let up = ((base + i) & k) == 0u;
             let swap = select(less(sk[i], si[i], sk[l], si[l]),
                               less(sk[l], si[l], sk[i], si[i]), up);
             if (swap) {{
@@ -130,14 +102,14 @@ def _block_wgsl(kind: str) -> str:
 @group(0) @binding(1) var<storage, read> src: array<u32>;
 @group(0) @binding(2) var<storage, read_write> okey: array<u32>;
 @group(0) @binding(3) var<storage, read_write> oidx: array<u32>;
-""" + _LESS + _KEY[kind] + _SHARED_NETWORK.format(block=_BLOCK, wg=_WG) + f"""
+""" + _LESS + wgsl_key(kind) + _SHARED_NETWORK.format(block=_BLOCK, wg=_WG) + f"""
 @compute @workgroup_size({_WG})
 fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wid: vec3<u32>,
         @builtin(num_workgroups) nwg: vec3<u32>) {{""" + _GROUP_ID + f"""
     for (var e = t; e < prm.block; e = e + {_WG}u) {{
         let pos = base + e;
         if (pos < prm.n) {{
-            sk[e] = key_of(src[row * prm.n + pos]);
+            sk[e] = key_{kind}(src[row * prm.n + pos], prm.desc);
         }} else {{
             sk[e] = 0xffffffffu;
         }}
@@ -206,19 +178,7 @@ def _spread(groups: int) -> tuple[int, int]:
 
 
 # -- numpy twins: the same network on arrays (the reference devices run these) ----------
-def _keys_np(bits: np.ndarray, kind: str, desc: int) -> np.ndarray:
-    b = bits.astype(np.uint32)
-    if kind == "float":
-        nan = (b & 0x7FFFFFFF) > 0x7F800000
-        b = np.where((b & 0x7FFFFFFF) == 0, np.uint32(0), b)
-        k = np.where(b >> 31 == 1, ~b, b ^ np.uint32(0x80000000))
-        k = np.clip(~k if desc & 1 else k, 1, 0xFFFFFFFE)
-        return np.where(nan, np.uint32(0 if desc & 2 else 0xFFFFFFFF), k).astype(np.uint32)
-    k = b ^ np.uint32(0x80000000) if kind == "int" else b
-    return (~k if desc & 1 else k).astype(np.uint32)
-
-
-def _step_np(key: np.ndarray, idx: np.ndarray, k: int, j: int, ascending: bool = False
+def _step_np(key: np.ndarray, idx: np.ndarray, k: int, j: int
              ) -> tuple[np.ndarray, np.ndarray]:
     p = key.shape[1]
     i = np.arange(p)
@@ -226,7 +186,7 @@ def _step_np(key: np.ndarray, idx: np.ndarray, k: int, j: int, ascending: bool =
     lo, hi = i, i | j
     ka, kb, ia, ib = key[:, lo], key[:, hi], idx[:, lo], idx[:, hi]
     a_less = (ka < kb) | ((ka == kb) & (ia < ib))
-    up = ((lo & k) == 0) | ascending
+    up = (lo & k) == 0
     swap = np.where(up, ~a_less, a_less)
     key, idx = key.copy(), idx.copy()
     key[:, lo], key[:, hi] = np.where(swap, kb, ka), np.where(swap, ka, kb)
@@ -234,13 +194,13 @@ def _step_np(key: np.ndarray, idx: np.ndarray, k: int, j: int, ascending: bool =
     return key, idx
 
 
-def _stages_np(key: np.ndarray, idx: np.ndarray, block: int, k_lo: int, k_hi: int,
-               own: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def _stages_np(key: np.ndarray, idx: np.ndarray, block: int, k_lo: int, k_hi: int
+               ) -> tuple[np.ndarray, np.ndarray]:
     k = k_lo
     while k <= k_hi:
         j = min(k, block) // 2
         while j > 0:
-            key, idx = _step_np(key, idx, k, j, own and k == block)
+            key, idx = _step_np(key, idx, k, j)
             j //= 2
         k *= 2
     return key, idx
@@ -251,9 +211,9 @@ def _block_np(kind: str) -> Callable[..., tuple[np.ndarray, np.ndarray]]:
              j: int, desc: int) -> tuple[np.ndarray, np.ndarray]:
         bits = src.reshape(-1).view(np.uint32).reshape(rows, n)
         key = np.full((rows, p), _PAD, np.uint32)
-        key[:, :n] = _keys_np(bits, kind, desc)
+        key[:, :n] = keys_np(bits, kind, desc)
         idx = np.broadcast_to(np.arange(p, dtype=np.uint32), (rows, p))
-        key, idx = _stages_np(key, idx, block, k_lo, k_hi, own=j == 1)
+        key, idx = _stages_np(key, idx, block, k_lo, k_hi)
         return key.reshape(-1), idx.reshape(-1).view(np.int32)
     return twin
 
@@ -296,25 +256,12 @@ def _step_groups(*args: object) -> tuple[int, int]:
 _BLOCK_KERNELS = {kind: custom_kernel(f"bitonic_block_{kind}", wgsl=_block_wgsl(kind),
                                       inputs=1, outputs=_pair_outputs,
                                       workgroups=_block_groups, numpy=_block_np(kind))
-                  for kind in _KEY}
+                  for kind in ("float", "int", "uint")}
 _MERGE_KERNEL = custom_kernel("bitonic_merge", wgsl=_MERGE, inputs=2, outputs=_pair_outputs,
                               workgroups=_block_groups, numpy=_merge_np)
 _STEP_KERNEL = custom_kernel("bitonic_step", wgsl=_STEP, inputs=2, outputs=_pair_outputs,
                              workgroups=_step_groups,
                              numpy=_step_twin)
-
-
-def _worst(dtype: DType, largest: bool) -> float | int:
-    if dtype.is_float:
-        return float("-inf") if largest else float("inf")
-    lo, hi = int_range(dtype)
-    return lo if largest else hi
-
-
-def _kind(dtype: DType) -> str:
-    if dtype.is_float:
-        return "float"
-    return "int" if dtype is DType.int32 else "uint"
 
 
 def launches(n: int) -> int:
@@ -335,9 +282,8 @@ def _pair(kernel: CustomKernel, ins: tuple[Tensor, ...], params: tuple[int, ...]
     return got[0], got[1]
 
 
-def _network(rows: Tensor, mode: int, whole: bool) -> tuple[Tensor, int]:
-    """Sorted positions of each row of ``rows`` (2-D), padded to ``(r, p)``: the whole
-    row sorted, or (``whole=False``) each block of ``_BLOCK`` on its own."""
+def _network(rows: Tensor, mode: int) -> Tensor:
+    """Sorted positions of each row of ``rows`` (2-D), padded to ``(r, p)``."""
     x = rows
     if x.dtype in _WIDEN:
         x = x.astype(_WIDEN[x.dtype])
@@ -346,10 +292,9 @@ def _network(rows: Tensor, mode: int, whole: bool) -> tuple[Tensor, int]:
     p = 1 << max(1, (n - 1).bit_length())
     block = min(p, _BLOCK)
     prm = (n, p, r, block)
-    own = 0 if whole else 1  # blocks sorted on their own end ascending, every one
-    key, idx = _pair(_BLOCK_KERNELS[_kind(x.dtype)], (x,), (*prm, 2, block, own, mode))
+    key, idx = _pair(_BLOCK_KERNELS[KIND[x.dtype]], (x,), (*prm, 2, block, 0, mode))
     k = 2 * block
-    while whole and k <= p:
+    while k <= p:
         j = k // 2
         while j >= block:
             key, idx = _pair(_STEP_KERNEL, (key, idx), (*prm, k, k, j, mode))
@@ -357,32 +302,16 @@ def _network(rows: Tensor, mode: int, whole: bool) -> tuple[Tensor, int]:
         key, idx = _pair(_MERGE_KERNEL, (key, idx), (*prm, k, k, 0, mode))
         k *= 2
     del key
-    return idx.reshape(r, p), p
+    return idx.reshape(r, p)
 
 
 def sorted_pairs(rows: Tensor, descending: bool = False) -> Tensor:
     """Positions that sort each row of the 2-D tensor ``rows`` (stable; NaN last), as an
     int32 tensor of the same shape."""
-    idx, _ = _network(rows, int(descending), whole=True)
-    return idx[:, :rows.shape[1]]
+    return _network(rows, int(descending))[:, :rows.shape[1]]
 
 
 def top_positions(rows: Tensor, k: int, largest: bool) -> Tensor:
     """Positions of the ``k`` best of each row of the 2-D tensor ``rows``, best first,
-    ties by lower position, NaN the largest value: each block of ``_BLOCK`` sorted on its
-    own (one launch), its first ``k`` kept, and only those candidates sorted — a long row
-    is never sorted whole (unless ``k`` is more than a block: then it is)."""
-    from .indexing import take_along_axis
-
-    r, n = rows.shape
-    mode = 3 if largest else 0  # descending with NaN first; ascending with NaN last
-    if k > _BLOCK:  # more than a block's worth: sort the rows whole
-        return _network(rows, mode, whole=True)[0][:, :k]
-    idx, p = _network(rows, mode, whole=False)
-    block = min(p, _BLOCK)
-    cand = idx.reshape(r, p // block, block)[:, :, :k].reshape(r, (p // block) * k)
-    vals = take_along_axis(rows, cand, 1)
-    if p > n:  # padding's positions (>= n) lose to every element, ties included
-        vals = where(cand < n, vals, _worst(rows.dtype, largest))
-    order, _ = _network(vals, mode, whole=True)
-    return take_along_axis(cand, order[:, :k], 1)
+    ties by lower position, NaN the largest value: the rows sorted whole."""
+    return _network(rows, 3 if largest else 0)[:, :k]

@@ -7,7 +7,8 @@ writes it. Two asyncfusion timings, both with the raw database already on the de
 * ``af_e2e``: the whole program (normalizing the database included) and both reads,
   ``await values.to_data()`` and ``await indices.to_data()``: what a caller waits for.
 * ``af_query``: the database normalized once up front (kept on the device), then per
-  repetition the queries' part only: normalize, matmul, topk, reads — a search service.
+  repetition the queries' part only: normalize, matmul, topk (two launches: the best of
+  each segment of the scores, then of their candidates), reads — a search service.
 * ``af_topk``: ``topk(scores, 5)`` of one N-long score vector on the device, 20 calls per
   sync (ms per call; torch.topk the same way).
 

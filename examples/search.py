@@ -2,8 +2,8 @@
 device, checked against numpy.
 
 Normalize the database and the queries (fused reductions), one matmul against the
-transposed database (a view: no copy), then ``topk`` (blocks of the scores sorted, then
-only their candidates: the scores are never sorted whole).
+transposed database (a view: no copy), then ``topk`` (each workgroup keeps the best 5 of
+a segment of the scores, then one merges their candidates: two launches, no sort).
 
 A device buffer holds at most ``dev.max_buffer_size`` bytes (128 MiB on lavapipe, 2 GiB
 on an H200), so the database is uploaded in as many shards as that takes, each scored

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import asyncfusion as af
+from asyncfusion import selection
 from tests.test_views_reductions import launches
 
 RNG = np.random.default_rng(5)
@@ -67,16 +68,11 @@ async def test_topk_matches_a_stable_sort(dev, ref, axis, largest):
         np.testing.assert_array_equal(await v.to_data(), np.take_along_axis(x, want_i, axis))
 
 
-async def test_topk_of_a_long_vector_costs_k_passes(dev):
-    # 64-bit rows take the passes (32-bit ones of 4096 or more: tests/test_sorting.py)
+async def test_topk_of_a_long_64_bit_vector_selects_in_two_launches(dev):
     x = RNG.standard_normal(60_003)
     t = af.tensor(x, dtype=af.float64, device=dev)
-    n = await launches(dev, lambda: af.topk(t, 5)[1])
-    # per pass: an argmax (the mask of earlier passes fused in) and a copy into each
-    # joined result, in two stages (each chunk's candidates, then theirs), plus the
-    # padding: O(k) launches, none of them a sort or a one-row reduction of n (longer
-    # rows: tests/test_sorting.py)
-    assert n <= 2 * 5 * 4 + 5
+    # the best of each segment, then of their candidates (tests/test_topk.py)
+    assert await launches(dev, lambda: af.topk(t, 5)[1]) == selection.launches(60_003, 5) == 2
     _, i = af.topk(t, 5)
     np.testing.assert_array_equal(await i.to_data(), np.argsort(-x)[:5])
 
@@ -84,10 +80,10 @@ async def test_topk_of_a_long_vector_costs_k_passes(dev):
 @pytest.mark.parametrize("shape,axis,largest,dtype", [
     ((5000,), 0, True, np.float64), ((4100, 3), 0, False, np.int64),
     ((2, 4097), 1, True, np.int64)])
-async def test_topk_of_a_long_axis_in_chunks_matches_a_stable_sort(dev, shape, axis, largest,
-                                                                    dtype):
-    x = RNG.integers(-3, 3, shape).astype(dtype)  # ties across chunks and within them
-    x.flat[[7, 4099]] = 5 if largest else -5  # the best two: in the first and last chunk
+async def test_topk_of_a_long_64_bit_axis_matches_a_stable_sort(dev, shape, axis, largest,
+                                                                 dtype):
+    x = RNG.integers(-3, 3, shape).astype(dtype)  # ties across segments and within them
+    x.flat[[7, 4099]] = 5 if largest else -5  # the best two: in the first and last segment
     order = np.argsort(-x if largest else x, axis=axis, kind="stable")
     want = np.take(order, range(6), axis=axis)
     v, i = af.topk(af.tensor(x, dtype=x.dtype, device=dev), 6, axis=axis, largest=largest)
