@@ -125,6 +125,11 @@ def row(workload: str, af_ms: float | None, peer: str | None, peer_ms: float | N
     return out
 
 
+def peer_name(torch: Any, label: str) -> str:
+    """``label``, or "torch (not installed)" where ``torch`` is None."""
+    return label if torch is not None else "torch (not installed)"
+
+
 def error_row(workload: str, error: str, traceback_text: str | None = None) -> dict[str, Any]:
     """The row of a workload that raised: nothing measured, ``error`` says what."""
     out = dict.fromkeys(ROW_KEYS)

@@ -40,12 +40,13 @@ async def roundtrips(plan: B.Plan, raw: floors.RawGpu, torch: Any) -> list[dict[
         x = af.tensor(np.ones(4, np.float32), device=dev)
         await awarm(lambda: (x * 2.0).to_data(), plan.warm_s)
         got = await registration.round_trip(dev, rp)
+    clock = B.sm_clock_mhz()
     raw_us = floor["persistent_nosync"]["median_us"]
     torch_rt = registration.torch_round_trip(rp) if torch is not None else None
     rows.append(B.row(
         "roundtrip_wgpu", got["us"]["median"] / 1e3, "raw wgpu-py trip (READ_NOSYNC)",
-        raw_us / 1e3, B.ratio_at_most(1.3, "<= 1.3x raw floor"), sm_clock_mhz=B.sm_clock_mhz(),
-        unit="us", af_p10_us=got["p10_us"], af_p90_us=got["p90_us"],
+        raw_us / 1e3, B.ratio_at_most(1.3, "<= 1.3x raw floor"), sm_clock_mhz=clock, unit="us",
+        af_p10_us=got["p10_us"], af_p90_us=got["p90_us"],
         submissions_per_read=got["submissions_per_read"],
         launches_per_read=got["launches_per_read"], floors_us=floor,
         torch_us=torch_rt["us"]["median"] if torch_rt else None,
@@ -76,15 +77,16 @@ async def registration_row(plan: B.Plan, torch: Any) -> list[dict[str, Any]]:
             await dev.sync()
         await awarm(loop, plan.warm_s)
         res = await registration.registration(dev, plan.reg_ops, plan.reg_chunk)
+    clock = B.sm_clock_mhz()
     peers = registration.peers(_reg_plan(plan))
     us = {op: r["us_per_op"]["median"] for op, r in res.items()}
-    label = next((k for k in peers if k.startswith("torch eager cuda")), None)
+    label: str | None = next((k for k in peers if k.startswith("torch eager cuda")), None)
     label = label or next((k for k in peers if k.startswith("torch eager")), None)
     label = label or "numpy (4-elem float32)"
     worst = max(us, key=lambda op: us[op])
     peer_us = peers[label][worst]["us_per_op"]["median"]
     return [B.row("registration", us[worst] / 1e3, label, peer_us / 1e3,
-                  B.ms_at_most(0.002, "<= 2 us/op"), sm_clock_mhz=B.sm_clock_mhz(),
+                  B.ms_at_most(0.002, "<= 2 us/op"), sm_clock_mhz=clock,
                   unit="us", op=worst, af_us_per_op=us,
                   peers_us_per_op={k: {op: r["us_per_op"]["median"] for op, r in v.items()}
                                    for k, v in peers.items()})]
@@ -131,7 +133,8 @@ async def tasks(plan: B.Plan, n: int, torch: Any) -> list[dict[str, Any]]:
                                                       B.Cond("launches", "<=", 2)))
               if n == 1000 else B.ratio_at_most(1.0, "<= torch sequential"))
     note = None if err <= 1e-3 else f"max |asyncfusion - numpy| = {err:.3g}"
-    return [B.row(f"tasks_{n}", st.median * 1e3, "torch sequential .cpu()", seq, target,
+    return [B.row(f"tasks_{n}", st.median * 1e3,
+                  B.peer_name(torch, "torch sequential .cpu()"), seq, target,
                   sm_clock_mhz=clock, launches=launches, rounds=s.rounds / st.n,
                   submissions=s.submissions / st.n, batched_instances=s.batched_instances
                   / st.n, max_abs_err=err, numpy_pool_ms=np_pool,
@@ -191,7 +194,7 @@ async def executor(plan: B.Plan, streams: tuple[int, ...]) -> list[dict[str, Any
                         tg.start_soon(one, x)
 
             if not plan.smoke:  # a smoke run times its first, cold repetition
-                await awarm(rep, plan.warm_s)
+                await awarm(rep, plan.warm_s, min_calls=1)
             cpu, loop, wall = [], [], []
             t_start = C.perf()
             while len(cpu) < max(plan.min_reps // 2, 1) or (

@@ -128,10 +128,6 @@ def _close(got: np.ndarray, want: np.ndarray, what: str, rtol: float = R.RTOL,
         raise WrongResult(f"{what}: asyncfusion differs from numpy (max |err| {err})")
 
 
-def _peer(torch: Any, label: str) -> str:
-    return label if torch is not None else "torch (not installed)"
-
-
 def _base(t: Timing, tt: Timing | None, prefix: str = "torch") -> dict[str, Any]:
     """The extra keys every kernel row has."""
     out: dict[str, Any] = {"k": t.k, "reps": t.reps, "launches": t.launches}
@@ -158,8 +154,8 @@ async def matmuls(plan: B.Plan, torch: Any, tdev: str) -> list[dict[str, Any]]:
             ta, tb = af.tensor(a, device=dev), af.tensor(b, device=dev)
             tas = _variants(ta, k)
             await dev.sync()
-            got = await (ta @ tb)[:plan.check_rows // 8].to_data()
-            want = a[:plan.check_rows // 8] @ b
+            got = await (ta @ tb)[:64].to_data()
+            want = a[:64] @ b
             try:
                 M.check(got, want)
             except AssertionError as exc:
@@ -175,7 +171,8 @@ async def matmuls(plan: B.Plan, torch: Any, tdev: str) -> list[dict[str, Any]]:
             del pa, pb, pas
             _free(torch, tdev)
         rows.append(B.row(
-            f"matmul_{name}", t.ms, _peer(torch, "torch eager (TF32 off)"), tt.ms if tt else None,
+            f"matmul_{name}", t.ms, B.peer_name(torch, "torch eager (TF32 off)"),
+            tt.ms if tt else None,
             B.ratio_at_most(1 / 0.85, ">= 0.85x torch TFLOP/s"), gpu_ms=t.gpu_ms,
             sm_clock_mhz=clock, shape=[size, size, size], af_tflops=tflops(size, size, size,
                                                                           t.ms),
@@ -208,7 +205,8 @@ async def mlp(plan: B.Plan, torch: Any, tdev: str) -> list[dict[str, Any]]:
         tt = torch_queued(torch, tdev, lambda v: torch.relu(v @ pw + pb),
                           [(v,) for v in _variants(px, k)], plan)
         _free(torch, tdev)
-    return [B.row("matmul_mlp", t.ms, _peer(torch, "torch eager (TF32 off)"), tt.ms if tt else None,
+    return [B.row("matmul_mlp", t.ms, B.peer_name(torch, "torch eager (TF32 off)"),
+                  tt.ms if tt else None,
                   B.ratio_at_most(1 / 0.85, ">= 0.85x torch TFLOP/s"), gpu_ms=t.gpu_ms,
                   sm_clock_mhz=clock, shape=[m, kk, n], af_tflops=tflops(m, kk, n, t.ms),
                   torch_tflops=tflops(m, kk, n, tt.ms if tt else None), **_base(t, tt))]
@@ -280,7 +278,8 @@ async def row_kernels(plan: B.Plan, torch: Any, tdev: str, copy: dict[str, Any]
                              key=lambda kv: kv[1].ms if kv[1] else float("inf"))
             target = B.ratio_at_most(1.2, "<= 1.2x better torch")
         rows.append(B.row(
-            row_name, t_.ms, _peer(torch, peer), best.ms if best else None, target, gpu_ms=t_.gpu_ms,
+            row_name, t_.ms, B.peer_name(torch, peer), best.ms if best else None, target,
+            gpu_ms=t_.gpu_ms,
             sm_clock_mhz=clocks[row_name], shape=[plan.rows, R.D],
             torch_eager_ms=eager.ms if eager else None,
             torch_compile_ms=comp.ms if comp else None,
@@ -366,7 +365,7 @@ async def seed_chain(plan: B.Plan, torch: Any, tdev: str, copy: dict[str, Any]
     best = comp or eager
     floor_ms = 2 * n * 4 / (copy["gpu_GBps"] or copy["GBps"]) / 1e6
     label = "torch.compile" if comp else "torch eager (no compile)"
-    return [B.row("seed_chain_64M", t.ms, _peer(torch, label), best.ms if best else None,
+    return [B.row("seed_chain_64M", t.ms, B.peer_name(torch, label), best.ms if best else None,
                   B.ratio_at_most(1.2, "<= 1.2x torch.compile"), gpu_ms=t.gpu_ms,
                   sm_clock_mhz=clock, n=n, copy_floor_ms=floor_ms,
                   torch_eager_ms=eager.ms if eager else None,
@@ -394,7 +393,7 @@ async def topk(plan: B.Plan, torch: Any, tdev: str) -> list[dict[str, Any]]:
         tt = torch_queued(torch, tdev, lambda v: torch.topk(v, S.K),
                           [(v,) for v in _variants(ps, plan.topk_k)], plan)
         _free(torch, tdev)
-    return [B.row("topk5_1M", t.ms, _peer(torch, "torch.topk"), tt.ms if tt else None,
+    return [B.row("topk5_1M", t.ms, B.peer_name(torch, "torch.topk"), tt.ms if tt else None,
                   B.ratio_at_most(2.0, "<= 2x torch"), gpu_ms=t.gpu_ms, sm_clock_mhz=clock,
                   n=n, **_base(t, tt))]
 
@@ -444,7 +443,8 @@ async def search_query(plan: B.Plan, torch: Any, tdev: str) -> list[dict[str, An
                              max_reps=plan.max_reps, budget_s=plan.budget_s).median * 1e3
         del tdbn, tq
         _free(torch, tdev)
-    return [B.row("search_query", st.median * 1e3, _peer(torch, "torch eager (TF32 off)"), torch_ms,
+    return [B.row("search_query", st.median * 1e3,
+                  B.peer_name(torch, "torch eager (TF32 off)"), torch_ms,
                   B.ratio_at_most(1.0, "<= torch"), gpu_ms=gpu, sm_clock_mhz=clock,
                   shape=[n, dim, nq], launches=launches, reps=st.n)]
 

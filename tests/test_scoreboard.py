@@ -7,12 +7,14 @@ import json
 import sys
 from pathlib import Path
 
+import anyio
 import numpy as np
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 sys.path.insert(0, str(BENCH))
 
 import board as B  # noqa: E402
+import floors  # noqa: E402
 import kernel_rows as K  # noqa: E402
 import scoreboard  # noqa: E402
 
@@ -103,3 +105,23 @@ async def test_a_queued_timing_counts_launches_per_evaluation(dev):
     if "timestamp-query" in dev.backend.rt.features:
         assert t.gpu_ms is not None and t.gpu_ms > 0
     del xs, x
+
+
+def test_the_raw_floors_run_and_check_their_round_trip():
+    raw = floors.RawGpu()
+    try:
+        trips = floors.roundtrip_floor(raw, 0.0, 3)
+        assert set(trips) == {"persistent_nosync", "persistent_map_sync",
+                              "new_staging_map_sync", "dispatch_submit", "empty_submit"}
+        assert all(v["n"] == 3 and v["median_us"] > 0 for v in trips.values())
+        copy = floors.copy_bandwidth(raw, 1 << 16, 2, 0.0, 2)
+        assert copy["bytes"] == 1 << 16 and copy["GBps"] > 0
+        assert (copy["gpu_ms"] is not None) == raw.timestamps
+    finally:
+        raw.close()
+
+
+def test_a_thread_hop_is_measured_from_asyncio():
+    hop = anyio.run(floors.thread_hop, 0.0, 3, backend="asyncio")  # call_soon_threadsafe
+    assert {"worker_hop", "anyio_to_thread", "asyncio_sleep0"} == set(hop)
+    assert all(v["n"] == 3 for v in hop.values())
