@@ -50,14 +50,15 @@ class Plan:
     lag_s: float = 2.0
     lag_readers: int = 100
     matmul: tuple[int, ...] = (2048, 4096, 8192)
-    matmul_k: tuple[int, ...] = (8, 4, 2)  # products kept per sync
+    matmul_k: tuple[int, ...] = (32, 8, 2)  # products per sync: the sync's share is small
     mlp: tuple[int, int, int] = (256, 784, 512)
+    mlp_k: int = 64
     rows: int = 1 << 20  # softmax, layer_norm, scoring, reduce sum: rows of 256
-    row_k: int = 4
+    row_k: int = 8
     chain_n: int = 64 << 20
-    chain_k: int = 8
+    chain_k: int = 16
     topk_n: int = 1 << 20
-    topk_k: int = 20
+    topk_k: int = 64
     search: tuple[int, int, int] = (1_000_000, 256, 4)  # rows, dim, queries
     copy_bytes: int = 512 << 20  # the copy floor's buffer (one read + one write of it)
     check_rows: int = 4096  # rows checked against numpy
@@ -66,7 +67,7 @@ class Plan:
     def for_smoke() -> Plan:
         return Plan(smoke=True, warm_s=0.02, budget_s=0.05, min_reps=1, max_reps=3,
                     rt_reps=20, reg_ops=4000, reg_chunk=2000, lag_s=0.3, matmul=(64, 96, 128),
-                    matmul_k=(2, 2, 2), mlp=(32, 784, 512), rows=2048, row_k=2,
+                    matmul_k=(2, 2, 2), mlp=(32, 784, 512), mlp_k=2, rows=2048, row_k=2,
                     chain_n=1 << 16, chain_k=2, topk_n=1 << 14, topk_k=2,
                     search=(8192, 64, 4), copy_bytes=1 << 20, check_rows=512)
 

@@ -163,10 +163,16 @@ def thread_cpu_s(threads: list[threading.Thread]) -> float:
 
 
 def device_threads(before: set[int]) -> list[threading.Thread]:
-    """The Python threads started since ``before`` (idents): the device's executor."""
-    new = [t for t in threading.enumerate() if t.ident not in before]
-    named = [t for t in new if "asyncfusion" in t.name]
-    return named or new
+    """The device's executor: the threads named for asyncfusion that started since
+    ``before`` (idents), else any named for it, else any that started since."""
+    alive = threading.enumerate()
+    new = [t for t in alive if t.ident not in before]
+    found = ([t for t in new if "asyncfusion" in t.name]
+             or [t for t in alive if "asyncfusion" in t.name] or new)
+    if not found:
+        raise RuntimeError("found no executor thread to measure: the device started no "
+                           "Python thread and none is named for asyncfusion")
+    return found
 
 
 async def executor(plan: B.Plan, streams: tuple[int, ...]) -> list[dict[str, Any]]:

@@ -128,11 +128,14 @@ def _close(got: np.ndarray, want: np.ndarray, what: str, rtol: float = R.RTOL,
         raise WrongResult(f"{what}: asyncfusion differs from numpy (max |err| {err})")
 
 
-def _base(t: Timing, tt: Timing | None, prefix: str = "torch") -> dict[str, Any]:
-    """The extra keys every kernel row has."""
+def _base(t: Timing, tt: Timing | None) -> dict[str, Any]:
+    """The extra keys every kernel row has: K, repetitions, launches per evaluation, the
+    peer's GPU time and asyncfusion's over it (kernels alone)."""
     out: dict[str, Any] = {"k": t.k, "reps": t.reps, "launches": t.launches}
     if tt is not None:
-        out[f"{prefix}_gpu_ms"] = tt.gpu_ms
+        out["peer_gpu_ms"] = tt.gpu_ms
+        out["gpu_ratio"] = (t.gpu_ms / tt.gpu_ms if t.gpu_ms is not None and tt.gpu_ms
+                            else None)
     return out
 
 
@@ -187,7 +190,7 @@ async def mlp(plan: B.Plan, torch: Any, tdev: str) -> list[dict[str, Any]]:
     x = rng.standard_normal((m, kk), dtype=np.float32)
     w = (rng.standard_normal((kk, n), dtype=np.float32) / np.sqrt(kk)).astype(np.float32)
     b = rng.standard_normal(n, dtype=np.float32)
-    k = 16 if not plan.smoke else 2
+    k = plan.mlp_k
     async with af.open_device() as dev:
         tx, tw, tb = (af.tensor(v, device=dev) for v in (x, w, b))
         txs = _variants(tx, k)
@@ -242,28 +245,22 @@ async def row_kernels(plan: B.Plan, torch: Any, tdev: str, copy: dict[str, Any]
     clocks: dict[str, int | None] = {}
     async with af.open_device() as dev:
         t = {name: af.tensor(v, device=dev) for name, v in host.items()}
-        xs, dbs = _variants(t["x"], plan.row_k), _variants(t["db"], plan.row_k)
-        await dev.sync()
         for row_name, w in (*_ROW_WORKLOADS.items(), ("reduce_sum_bandwidth", "sum")):
+            key = "db" if w == "score" else "x"
+            srcs = _variants(t[key], plan.row_k)
+            await dev.sync()
             if w == "sum":
-                first = t["x"].sum(axis=-1)
-                want = host["x"].sum(axis=-1)
-                build: Callable[[int], Any] = lambda i: xs[i].sum(axis=-1)  # noqa: E731
-                got = await first.to_data()
-                _close(got, want, row_name, rtol=1e-4, atol=1e-3)
+                _close(await t["x"].sum(axis=-1).to_data(), host["x"].sum(axis=-1), row_name,
+                       rtol=1e-4, atol=1e-3)
             else:
-                fn = R.af_fn(w)
-                got = await fn(t)[:r].to_data()
+                got = await R.af_fn(w)(t)[:r].to_data()
                 _close(got, R.np_fn(w)({k: (v[:r] if v.ndim == 2 else v)
                                          for k, v in host.items()}), row_name)
-                if w == "score":
-                    build = lambda i: R.score_af(dbs[i], t["q"])  # noqa: E731
-                else:
-                    build = (lambda i, fn=fn: fn({**t, "x": xs[i]}))  # noqa: E731
-            results[row_name] = await af_queued(dev, build, plan.row_k, plan)
+            results[row_name] = await af_queued(dev, _af_build(w, t, srcs), plan.row_k, plan)
             clocks[row_name] = B.sm_clock_mhz()
             print(f"    {row_name}: asyncfusion {results[row_name].ms:.3f} ms", flush=True)
-        del xs, dbs, t
+            del srcs
+        del t
     peers = _torch_rows(plan, torch, tdev, host) if torch is not None else {}
     rows = []
     for row_name in _ROW_WORKLOADS:
@@ -279,8 +276,7 @@ async def row_kernels(plan: B.Plan, torch: Any, tdev: str, copy: dict[str, Any]
             target = B.ratio_at_most(1.2, "<= 1.2x better torch")
         rows.append(B.row(
             row_name, t_.ms, B.peer_name(torch, peer), best.ms if best else None, target,
-            gpu_ms=t_.gpu_ms,
-            sm_clock_mhz=clocks[row_name], shape=[plan.rows, R.D],
+            gpu_ms=t_.gpu_ms, sm_clock_mhz=clocks[row_name], shape=[plan.rows, R.D],
             torch_eager_ms=eager.ms if eager else None,
             torch_compile_ms=comp.ms if comp else None,
             **({"torch_compile_error": p["compile_error"]} if p.get("compile_error") else {}),
@@ -290,17 +286,24 @@ async def row_kernels(plan: B.Plan, torch: Any, tdev: str, copy: dict[str, Any]
     return rows
 
 
+def _af_build(w: str, t: dict[str, Any], srcs: list[Any]) -> Callable[[int], Any]:
+    """The i-th evaluation of workload ``w`` on its own input ``srcs[i]``."""
+    if w == "sum":
+        return lambda i: srcs[i].sum(axis=-1)
+    if w == "score":
+        return lambda i: R.score_af(srcs[i], t["q"])
+    fn = R.af_fn(w)
+    return lambda i: fn({**t, "x": srcs[i]})
+
+
 def _torch_rows(plan: B.Plan, torch: Any, tdev: str, host: dict[str, np.ndarray]
                 ) -> dict[str, dict[str, Any]]:
     tt = {k: torch.from_numpy(v).to(tdev) for k, v in host.items()}
-    xs, dbs = _variants(tt["x"], plan.row_k), _variants(tt["db"], plan.row_k)
     out: dict[str, dict[str, Any]] = {}
     for row_name, w in _ROW_WORKLOADS.items():
         fn, names = R.torch_fns(torch, w)
-        if w == "score":
-            args = [(db, tt["q"]) for db in dbs]
-        else:
-            args = [(x, *(tt[n] for n in names[1:])) for x in xs]
+        srcs = _variants(tt[names[0]], plan.row_k)
+        args = [(v, *(tt[n] for n in names[1:])) for v in srcs]
         res: dict[str, Any] = {"eager": torch_queued(torch, tdev, fn, args, plan)}
         comp, err = compiled(torch, fn, args[0])
         if comp is not None:
@@ -308,9 +311,11 @@ def _torch_rows(plan: B.Plan, torch: Any, tdev: str, host: dict[str, np.ndarray]
         else:
             res["compile_error"] = err
         out[row_name] = res
+        del srcs, args
+    srcs = _variants(tt["x"], plan.row_k)
     out["sum"] = {"eager": torch_queued(torch, tdev, lambda x: x.sum(dim=-1),
-                                        [(x,) for x in xs], plan)}
-    del tt, xs, dbs
+                                        [(x,) for x in srcs], plan)}
+    del tt, srcs
     _free(torch, tdev)
     return out
 
@@ -365,9 +370,14 @@ async def seed_chain(plan: B.Plan, torch: Any, tdev: str, copy: dict[str, Any]
     best = comp or eager
     floor_ms = 2 * n * 4 / (copy["gpu_GBps"] or copy["GBps"]) / 1e6
     label = "torch.compile" if comp else "torch eager (no compile)"
-    return [B.row("seed_chain_64M", t.ms, B.peer_name(torch, label), best.ms if best else None,
+    # the kernel alone: GPU times where both sides have them, else wall times
+    gpu = t.gpu_ms is not None and best is not None and best.gpu_ms is not None
+    af_ms, peer_ms = ((t.gpu_ms, best.gpu_ms) if gpu and best is not None
+                      else (t.ms, best.ms if best else None))
+    return [B.row("seed_chain_64M", af_ms, B.peer_name(torch, label), peer_ms,
                   B.ratio_at_most(1.2, "<= 1.2x torch.compile"), gpu_ms=t.gpu_ms,
-                  sm_clock_mhz=clock, n=n, copy_floor_ms=floor_ms,
+                  sm_clock_mhz=clock, basis="gpu" if gpu else "wall", n=n, af_wall_ms=t.ms,
+                  peer_wall_ms=best.ms if best else None, copy_floor_ms=floor_ms,
                   torch_eager_ms=eager.ms if eager else None,
                   **({"torch_compile_error": err} if err else {}), **_base(t, best))]
 
