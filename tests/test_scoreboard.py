@@ -125,3 +125,23 @@ def test_a_thread_hop_is_measured_from_asyncio():
     hop = anyio.run(floors.thread_hop, 0.0, 3, backend="asyncio")  # call_soon_threadsafe
     assert {"worker_hop", "anyio_to_thread", "asyncio_sleep0"} == set(hop)
     assert all(v["n"] == 3 for v in hop.values())
+
+
+def test_a_step_that_raises_becomes_error_rows_and_fails_the_check(monkeypatch):
+    async def fine() -> list[dict]:
+        return [B.row("first", 1.0, "peer", 1.0, B.ratio_at_most(1.3))]
+
+    async def broken() -> list[dict]:
+        raise RuntimeError("kernel exploded")
+
+    monkeypatch.setattr(scoreboard, "steps", lambda *args: [
+        (("first",), fine), (("second", "third"), broken)])
+    payload, expected = anyio.run(scoreboard.run, B.Plan.for_smoke(), None,
+                                  backend="asyncio")
+    assert expected == ("first", "second", "third")
+    assert [r["workload"] for r in payload["rows"]] == ["first", "second", "third"]
+    assert payload["rows"][1]["error"] == "RuntimeError: kernel exploded"
+    assert "kernel exploded" in payload["rows"][2]["traceback"]
+    errs = B.schema_errors(payload, expected)
+    assert errs == ["second: crashed: RuntimeError: kernel exploded",
+                    "third: crashed: RuntimeError: kernel exploded"]
