@@ -44,6 +44,12 @@ def import_torch() -> Any | None:
         import torch  # noqa: PLC0415
     except Exception:  # noqa: BLE001 - missing or broken install: just skip the peer
         return None
+    try:
+        # torch.compile's triton bundles LLVM; loaded after Mesa's lavapipe (which links
+        # LLVM too) it crashes the process, loaded first it does not
+        import triton  # noqa: F401, PLC0415
+    except Exception:  # noqa: BLE001 - no triton: torch.compile's C++ path or none
+        pass
     return torch
 
 

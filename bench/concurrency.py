@@ -127,11 +127,25 @@ async def throughput(dev: Any, n: int, plan: Plan, pool: ThreadPoolExecutor,
     return out
 
 
+SCENARIOS = {"idle": (0, False), "asyncfusion, 1 reader": (1, False),
+             "asyncfusion, 4 readers": (4, False), "numpy on the loop thread": (0, True)}
+
+
 async def stall(dev: Any, plan: Plan, scenario: str) -> dict[str, Any]:
     """Lateness of 1 ms sleeps while ``scenario`` runs beside the ticker."""
+    readers, numpy_on_loop = SCENARIOS[scenario]
+    return {"scenario": scenario, **await lag_beside(dev, plan.stall_s, readers, STALL_ELEMS,
+                                                     numpy_on_loop)}
+
+
+async def lag_beside(dev: Any, seconds: float, readers: int, elems: int,
+                     numpy_on_loop: bool = False) -> dict[str, Any]:
+    """Lateness of 1 ms sleeps for ``seconds`` beside ``readers`` tasks that each read
+    the chain of one ``elems``-element input in a loop (and numpy running the chain on
+    the loop thread, if ``numpy_on_loop``)."""
     lateness: list[float] = []
     work = {"chains": 0}
-    x_np = np.random.default_rng(1).random(STALL_ELEMS, dtype=np.float32)
+    x_np = np.random.default_rng(1).random(elems, dtype=np.float32)
     x = af.tensor(x_np, device=dev)
     await dev.sync()
     await C.chain(x).to_data()  # compile outside the measured window
@@ -154,19 +168,17 @@ async def stall(dev: Any, plan: Plan, scenario: str) -> dict[str, Any]:
             work["chains"] += 1
             await anyio.sleep(0)
 
-    workers = {"idle": [], "asyncfusion, 1 reader": [af_reader],
-               "asyncfusion, 4 readers": [af_reader] * 4,
-               "numpy on the loop thread": [np_on_loop]}[scenario]
+    workers = [af_reader] * readers + ([np_on_loop] if numpy_on_loop else [])
     t_start = C.perf()
     async with anyio.create_task_group() as tg:
         tg.start_soon(ticker)
         for w in workers:
             tg.start_soon(w)
-        await anyio.sleep(plan.stall_s)
+        await anyio.sleep(seconds)
         stop.set()
     elapsed = C.perf() - t_start
     ms = [v * 1e3 for v in lateness]
-    return {"scenario": scenario, "ticks": len(ms), "p50_ms": C.percentile(ms, 50),
+    return {"ticks": len(ms), "p50_ms": C.percentile(ms, 50),
             "p99_ms": C.percentile(ms, 99), "max_ms": max(ms) if ms else None,
             "mean_ms": (sum(ms) / len(ms)) if ms else None,
             "work_chains_per_s": work["chains"] / elapsed, "seconds": elapsed}
@@ -184,8 +196,7 @@ async def run(plan: Plan, info_box: dict[str, Any], torch: Any) -> dict[str, Any
                 t0 = C.perf()
                 out["throughput"].append(await throughput(dev, n, plan, pool, torch))
                 print(f"  N={n}: done in {C.perf() - t0:.1f} s", flush=True)
-            for scenario in ("idle", "asyncfusion, 1 reader", "asyncfusion, 4 readers",
-                             "numpy on the loop thread"):
+            for scenario in SCENARIOS:
                 out["stall"].append(await stall(dev, plan, scenario))
                 print(f"  stall, {scenario}: done", flush=True)
     out["numpy_threads"] = workers

@@ -8,8 +8,10 @@ writes the round's uniforms and submits it as one submission.
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +19,7 @@ import numpy as np
 import wgpu
 
 from ...errors import DeviceClosedError, DeviceLostError, NoAdapterError
+from .timing import GpuTimer, TimedSlot, timestamp_period
 
 __all__ = ["Runtime", "Buffer", "get_runtime", "detach", "MAX_PIPELINES"]
 
@@ -27,7 +30,7 @@ _ARENA = 1 << 16
 MAP_READ_NOSYNC = "READ_NOSYNC"  # wgpu-py's map mode: READ without an empty submit first
 _MAX_GROUPS = 4096
 # requested where the adapter offers them
-_FEATURES = ("subgroup", "shader-f16", "shader-f64", "shader-int64")
+_FEATURES = ("subgroup", "shader-f16", "shader-f64", "shader-int64", "timestamp-query")
 
 
 def size_class(nbytes: int) -> int:
@@ -66,6 +69,7 @@ class _Batch:
     arena: int = -1
     used: int = _ARENA
     dispatches: int = 0
+    timed: TimedSlot | None = None  # the timestamp queries of its passes (a GpuTimer's)
 
 
 class Runtime:
@@ -138,6 +142,8 @@ class Runtime:
         self.max_pipelines = MAX_PIPELINES
         self._groups: dict[tuple[Any, ...], Any] = {}
         self.pipelines_created = 0
+        self.timestamp_period = timestamp_period(self.queue)
+        self._timer: GpuTimer | None = None
 
     def release(self) -> None:
         """Give the wgpu device back (no asyncfusion device uses it any more)."""
@@ -240,7 +246,7 @@ class Runtime:
                 self._groups.pop(next(iter(self._groups)))
             self._groups[key] = group
         if batch.cpass is None:
-            batch.cpass = self.encoder(batch).begin_compute_pass()
+            batch.cpass = self._begin_pass(batch)
         cp = batch.cpass
         cp.set_pipeline(pipe)
         cp.set_bind_group(0, group, [off])
@@ -252,6 +258,26 @@ class Runtime:
         """Encode a buffer copy after everything encoded so far (ends the open pass)."""
         self._end_pass(batch)
         self.encoder(batch).copy_buffer_to_buffer(src, src_offset, dst, dst_offset, nbytes)
+
+    def _begin_pass(self, batch: _Batch) -> Any:
+        timer = self._timer
+        if timer is None:
+            return self.encoder(batch).begin_compute_pass()
+        batch.timed, writes = timer.pass_writes(batch.timed)
+        return self.encoder(batch).begin_compute_pass(**writes)
+
+    @contextlib.contextmanager
+    def gpu_timer(self) -> Iterator[GpuTimer]:
+        """Time the compute passes this runtime begins inside the ``with`` block (every
+        device on it) with timestamp queries: ``timer.total_ns()``, once the work has
+        finished, is their GPU time (None where the adapter has no "timestamp-query")."""
+        timer = GpuTimer(self.device, self.timestamp_period,
+                         "timestamp-query" in self.features)
+        self._timer = timer if timer.available else None
+        try:
+            yield timer
+        finally:
+            self._timer = None
 
     def _end_pass(self, batch: _Batch) -> None:
         if batch.cpass is not None:
@@ -275,6 +301,9 @@ class Runtime:
             if written[k] != data:  # a repeated round rewrites nothing
                 self.queue.write_buffer(buf, 0, data)
                 written[k] = data
+        if batch.timed is not None:
+            batch.timed.timer.resolve(batch.encoder, batch.timed)
+            batch.timed = None
         self.queue.submit([batch.encoder.finish()])
         batch.encoder = None
         batch.arena = -1
