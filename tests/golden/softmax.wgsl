@@ -74,7 +74,6 @@ fn af_exp_f32(x: f32) -> f32 {
 }
 fn af_exp_f32_4(a: vec4<f32>) -> vec4<f32> { return vec4<f32>(af_exp_f32(a.x), af_exp_f32(a.y), af_exp_f32(a.z), af_exp_f32(a.w)); }
 var<workgroup> red_v: array<f32, 256>;
-var<workgroup> sh_res: array<f32, 256>;
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let n_out = params.w[0][0];
@@ -113,20 +112,12 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     workgroupBarrier();
   }
   let first = slot * tpr;
-  if (valid && lane == 0u) {
-    var q_row = row;
-    let c0 = q_row;
-    let c1 = 0u;
-    let res = red_v[first];
-    sh_res[slot] = res;
-  }
-  workgroupBarrier();
   if (valid) {
     var q_row = row;
     let c0 = q_row;
     let b0 = bitcast<i32>(params.w[1][2]) + i32(c0) * bitcast<i32>(params.w[1][3]);
     let b1 = bitcast<i32>(params.w[2][1]) + i32(c0) * bitcast<i32>(params.w[2][2]);
-    let res = sh_res[slot];
+    let res = red_v[first];
     for (var r0 = lane; r0 < n_red; r0 = r0 + tpr * 1024u) {
       let r1 = min(n_red, r0 + tpr * 1024u);
       for (var r = r0; r < r1; r = r + tpr) {
