@@ -87,8 +87,15 @@ class BlockFuser:
                 self.levels.append(Level.ROW)
                 self.end = pos + 1
                 return True
-            if op.input.id in self.produced:
-                return False  # a view of a value computed here: its producer must store first
+            if op.input.id in self.produced:  # a value computed here: its producer must
+                level = self.alias(op)  # store first, unless the view is the same value
+                if level is None:
+                    return False
+                self.taken.append(pos)
+                self.levels.append(level)
+                self.produced.add(op.out.id)
+                self.end = pos + 1
+                return True
             self.hoisted.append(pos)
             self.end = pos + 1
             return True
@@ -111,6 +118,11 @@ class BlockFuser:
             self.produced.update(t.id for t in op.outputs())
         self.computing += 1
         return True
+
+    def alias(self, op: ViewOp) -> Level | None:
+        """The level of a view of a value this kernel computes, if the kernel can hand it
+        on as the same value (its storage needs no other order): none by default."""
+        return None
 
     def on_untake(self, op: OperationIr) -> None:
         """Subclasses undo what :meth:`level` recorded for a refused op."""

@@ -9,7 +9,7 @@ never written when nothing else reads it.
 
 from __future__ import annotations
 
-from ..ir import ElementwiseOp, MatmulOp, OperationIr
+from ..ir import ElementwiseOp, MatmulOp, OperationIr, ViewOp
 from ..kernel import Level
 from .reduce import ReduceFuser
 
@@ -37,6 +37,9 @@ class MatmulFuser(ReduceFuser):
             self.value_level.pop(op.out.id, None)
             return None
         return level
+
+    def alias(self, op: ViewOp) -> Level | None:
+        return None  # a product's views read its stored tiles
 
     def on_untake(self, op: OperationIr) -> None:
         super().on_untake(op)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..ir import ElementwiseOp, IotaOp, OperationIr, ReduceOp, TensorIr
+from ..ir import ElementwiseOp, IotaOp, OperationIr, ReduceOp, TensorIr, ViewOp
 from ..kernel import Level
 from ..primitives import REDUCTIONS
 from .base import BlockFuser, Candidate
@@ -70,10 +70,12 @@ class ReduceFuser(BlockFuser):
                                                                   strict=True))
             self.reduce_at = len(self.taken)
             level = Level.ROW
-        else:  # a later phase: same axes, an element value, one arg reduction at most
+        else:  # a later phase: same axes, one arg reduction at most, an element value
+            # (or a row value, where rows have one element)
             src = self.value_level.get(op.input.id)
             if reduced != self.reduced or len(self.chain) >= MAX_CHAIN or \
-                    REDUCTIONS[op.op].arg or (src is not None and src[0] is Level.OUT):
+                    REDUCTIONS[op.op].arg or (src is not None and src[0] is Level.OUT
+                                              and self.keep_shape != self.space):
                 return None
             level = Level.POST
         self.chain.append(len(self.taken))
@@ -85,19 +87,33 @@ class ReduceFuser(BlockFuser):
         assert self.space is not None
         ins = [self.value_level.get(t.id) for t in op.inputs() if isinstance(t, TensorIr)]
         reads_row = any(v is not None and v[0] is not Level.OUT for v in ins)
-        if op.out.shape == self.space:  # (rows of one element: either level would do)
+        if op.out.shape in self.out_shapes and not reads_row:
+            level = Level.OUT
+        elif op.out.shape == self.space:
             n = len(self.space)
             for v in ins:  # OUT values must broadcast along the reduced axes only
                 if v is not None and v[0] is Level.OUT and \
                         (1,) * (n - len(v[1])) + v[1] != self.keep_shape:
                     return None
             level = Level.POST
-        elif op.out.shape in self.out_shapes and not reads_row:
-            level = Level.OUT
         else:
             return None
         self.value_level[op.out.id] = (level, op.out.shape)
         return level
+
+    def alias(self, op: ViewOp) -> Level | None:
+        """A row value seen with or without the reduced dims (``logsumexp``'s result
+        without its kept dims) is the same value, stored by row."""
+        v = self.value_level.get(op.input.id)
+        if v is None or v[0] is not Level.OUT or op.out.layout is not None:
+            return None
+        squeezed = tuple(s for s, r in zip(self.keep_shape, self.reduced, strict=True)
+                         if not r)
+        if op.out.shape not in (self.keep_shape, squeezed):
+            return None
+        self.out_shapes.add(op.out.shape)
+        self.value_level[op.out.id] = (Level.OUT, op.out.shape)
+        return Level.OUT
 
     def on_untake(self, op: OperationIr) -> None:
         for t in op.outputs():
@@ -116,8 +132,8 @@ class ReduceFuser(BlockFuser):
         if self.reduce_at is None:
             return None
         whole = self.candidate()
-        if whole is None:
-            return None
+        if whole is None or self.keep_shape == self.space:  # rows of one element: an
+            return whole  # element value is no bigger than a row value
         trimmed = False
         while True:  # hand back trailing POST ops whose results only feed later ops
             k = max(k for k, p in enumerate(self.taken) if self.ops[p].fusible)

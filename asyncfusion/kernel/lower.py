@@ -130,8 +130,11 @@ def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
             scalar_refs += [(pos, 0), (pos, 1)]
             iotas[op.out.id] = (len(scalars) - 2, len(scalars) - 1)
             continue
-        if isinstance(op, ViewOp):  # a view of an arange: its layout is the index map
-            iotas[op.out.id] = iotas[op.input.id]
+        if isinstance(op, ViewOp):
+            if op.input.id in values:  # the same value (a row value without unit dims)
+                values[op.out.id] = values[op.input.id]
+            else:  # a view of an arange: its layout is the index map
+                iotas[op.out.id] = iotas[op.input.id]
             continue
         if isinstance(op, MatmulOp):
             a_align, b_align = matmul_align(op)

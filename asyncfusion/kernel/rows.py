@@ -118,6 +118,8 @@ def row_phases(k: Kernel, held: bool) -> tuple[Phase, ...]:
     for p in range(n + 1):
         for a in direct[p]:
             home.setdefault(a, p if a.kind == "in" else _phase_of(k, a))
+    iotas = {Arg("in", i) for i, ld in enumerate(k.loads) if ld.iota is not None}  # computed
+    # from the index wherever they are read: never held
     phases = []
     for p in range(n + 1):
         own = [j for j in element if k.body[j].phase == p]
@@ -127,12 +129,10 @@ def row_phases(k: Kernel, held: bool) -> tuple[Phase, ...]:
             instrs = own
             here = set(direct[p])
             loads = sorted(a.index for a in here if a.kind == "in" and (
-                home[a] == p or k.loads[a.index].iota is not None))
-            held_in = tuple(sorted((a for a in here if home[a] < p and not (
-                a.kind == "in" and a.index in loads)), key=_order))
-            hold = tuple(sorted((a for a, h in home.items() if h == p and any(
-                a in direct[q] for q in range(p + 1, n + 1)) and not (
-                a.kind == "in" and k.loads[a.index].iota is not None)), key=_order))
+                home[a] == p or a in iotas))
+            held_in = tuple(sorted((a for a in here - iotas if home[a] < p), key=_order))
+            later = {a for q in range(p + 1, n + 1) for a in direct[q]}
+            hold = tuple(sorted((a for a in later - iotas if home[a] == p), key=_order))
         else:
             need = set(direct[p]) | {Arg("v", j) for j in own}
             todo = list(need)
@@ -149,10 +149,11 @@ def row_phases(k: Kernel, held: bool) -> tuple[Phase, ...]:
         out_stores = tuple(s for s, st in enumerate(k.stores) if st.level is Level.OUT
                            and max(1, _phase_of(k, st.value)) == p) if p else ()
         has_pass = p < n or bool(own) or bool(stores)
+        folds = [k.reduces[p].value] if p < n else []  # a row value where rows have one element
         phases.append(Phase(
             p, out_stores, _rows(k, [k.stores[s].value for s in out_stores]), has_pass,
             tuple(loads), held_in, tuple(instrs),
-            _rows(k, [a for j in instrs for a in k.body[j].args]), stores, hold, p < n))
+            _rows(k, [a for j in instrs for a in k.body[j].args] + folds), stores, hold, p < n))
     return tuple(phases)
 
 
