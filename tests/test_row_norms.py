@@ -20,6 +20,10 @@ from hypothesis import strategies as st
 import asyncfusion as af
 from asyncfusion.backends.wgpu.backend import row_slots, threads_per_row
 from asyncfusion.backends.wgpu.render import render
+from asyncfusion.engine.explorer import explore
+from asyncfusion.engine.plan import KernelStep
+from asyncfusion.fusers import MatmulFuser
+from asyncfusion.ir import Renumber
 from asyncfusion.kernel import Kernel
 from asyncfusion.kernel.rows import held_bytes
 from tests.conftest import assert_close
@@ -222,3 +226,21 @@ def test_generated_wgsl_of_held_rows_matches_golden(case):
     else:  # a tree in workgroup memory; x and x - mean held, 2 each
         k, sg, slots = _kernel(lambda x: af.layer_norm(x, x[0], x[1])), False, 2
     _golden(case, render(k, 256, sg, slots))
+
+
+def test_kernel_titles_name_the_work_phase_by_phase():
+    assert _kernel(af.softmax).title == "reduce[max sub exp sum div]"
+    assert _kernel(lambda x: af.layer_norm(x) * 2.0).title == \
+        "reduce[sum div sub mul sum div add rsqrt mul mul]"
+    host = af.Device("numpy")
+    x = af.tensor(np.ones((3, 8), np.float32), device=host)
+    out = (x @ x.mT + 1.0).relu()
+    host.streams.take_freeable()
+    ops, _ = host.streams.take(next(iter(host.streams.queues)))
+    rn = Renumber()
+    for op in ops:
+        op.signature(rn)
+    steps = explore(ops, [MatmulFuser(8)], rn.rel)
+    assert [s.lowered.kernel.title for s in steps if isinstance(s, KernelStep)] == [
+        "matmul[matmul add relu]"]  # the product is the matmul, not a "mul" of its own
+    del out

@@ -146,6 +146,8 @@ class Kernel:
         """The primitives it runs, in order (for launch names and fault injection)."""
         ops = ["matmul"] if self.matmul else []
         for phase in range(len(self.reduces) + 1):
+            if self.matmul and not phase:
+                continue  # its product
             if phase and not self.matmul:
                 ops.append(self.reduces[phase - 1].op)
             ops += [i.op for i in self.body if i.phase == phase]
