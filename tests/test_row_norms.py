@@ -244,3 +244,16 @@ def test_kernel_titles_name_the_work_phase_by_phase():
     assert [s.lowered.kernel.title for s in steps if isinstance(s, KernelStep)] == [
         "matmul[matmul add relu]"]  # the product is the matmul, not a "mul" of its own
     del out
+
+
+async def test_a_chained_reduction_past_the_binding_limit_opens_the_next_kernel():
+    """On a device of 4 storage bindings, ``z.sum`` after ``(x * y).sum`` would bind a
+    fifth buffer (x, y, z and both results): the chain stops before it."""
+    x, y, z = (RNG.standard_normal((5, 40)).astype(np.float32) for _ in range(3))
+    async with af.open_device(max_storage_bindings=4) as dev:
+        tx, ty, tz = (af.tensor(a, device=dev) for a in (x, y, z))
+        make = lambda: (tx * ty).sum(-1) + tz.sum(-1)  # noqa: E731
+        assert await launches(dev, make) == 2
+        assert_close(await make().to_data(), (x * y).sum(-1) + z.sum(-1), rtol=RTOL,
+                     atol=ATOL)
+        assert await launches(dev, lambda: af.softmax(tx) * ty) == 1  # x, y, the result

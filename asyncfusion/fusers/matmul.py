@@ -25,7 +25,7 @@ class MatmulFuser(ReduceFuser):
                 return None  # the matmul opens its block
             self.space = op.space
             self.reduced = (False,) * len(op.out.shape) + (True,)
-            self.out_shapes = {op.out.shape}
+            self.out_shapes = [op.out.shape]
             self.keep_shape = op.out.shape + (1,)
             self.reduce_at = len(self.taken)
             self.value_level[op.out.id] = (Level.OUT, op.out.shape)

@@ -38,7 +38,7 @@ class ReduceFuser(BlockFuser):
         super().start(ops)
         self.reduce_at: int | None = None
         self.chain: list[int] = []  # taken index of each reduction
-        self.out_shapes: set[tuple[int, ...]] = set()
+        self.out_shapes: list[tuple[int, ...]] = []  # of the row values (repeats kept)
         self.keep_shape: tuple[int, ...] = ()
         self.value_level: dict[int, tuple[Level, tuple[int, ...]]] = {}
 
@@ -79,7 +79,7 @@ class ReduceFuser(BlockFuser):
                 return None
             level = Level.POST
         self.chain.append(len(self.taken))
-        self.out_shapes.add(op.out.shape)
+        self.out_shapes.append(op.out.shape)
         self.value_level[op.out.id] = (Level.OUT, op.out.shape)
         return level
 
@@ -111,7 +111,7 @@ class ReduceFuser(BlockFuser):
                          if not r)
         if op.out.shape not in (self.keep_shape, squeezed):
             return None
-        self.out_shapes.add(op.out.shape)
+        self.out_shapes.append(op.out.shape)
         self.value_level[op.out.id] = (Level.OUT, op.out.shape)
         return Level.OUT
 
@@ -120,7 +120,7 @@ class ReduceFuser(BlockFuser):
             self.value_level.pop(t.id, None)
         if type(op) is ReduceOp:
             self.chain.pop()
-            self.out_shapes = {self.ops[self.taken[k]].outputs()[0].shape for k in self.chain}
+            self.out_shapes.remove(op.out.shape)
             if not self.chain:
                 self.reduce_at = None
                 self.reduced = ()
