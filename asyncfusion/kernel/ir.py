@@ -58,8 +58,9 @@ class Arg:
 
 @dataclass(frozen=True, slots=True)
 class Load:
-    """One input read at ``level``. ``dense``: element ``i`` of the index space is
-    word ``i`` of the buffer (vec4-able); otherwise offset + sum(coord * stride)."""
+    """One input read per element (``ROW``, in whichever phases read it) or per output
+    row (``OUT``). ``dense``: element ``i`` of the index space is word ``i`` of the buffer
+    (vec4-able); otherwise offset + sum(coord * stride)."""
 
     dtype: DType
     dense: bool
@@ -87,8 +88,8 @@ class Instr:
 
 @dataclass(frozen=True, slots=True)
 class Reduce:
-    """Fold ``value`` (an element operand) over the reduced axes with a registered
-    reduction."""
+    """Fold ``value`` (an element operand; a row value where rows have one element) over
+    the reduced axes with a registered reduction."""
 
     op: str
     value: Arg
