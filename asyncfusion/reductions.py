@@ -3,8 +3,9 @@
 ``reduce`` registers one :class:`~asyncfusion.ir.ReduceOp` (sum, prod, max, min, any,
 all, argmax, argmin over an int, a tuple of axes or all, with ``keepdims``). ``mean``,
 ``var``/``std``, ``softmax``, ``log_softmax``, ``logsumexp`` and ``layer_norm`` are written
-with ordinary ops; the reduce fuser runs the element-wise work around each reduction in
-the reduction's own kernel, so each costs at most two launches.
+with ordinary ops; the reduce fuser chains their two reductions (a max then a sum, a mean
+then a sum of squares) and the element-wise work around them in one kernel, so each is
+one launch, with the element-wise work that feeds it or reads its result fused in.
 """
 
 from __future__ import annotations
@@ -164,7 +165,8 @@ def mean(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
 
 
 def var(x: Tensor, axis: Any = None, keepdims: bool = False, correction: float = 0) -> Tensor:
-    """Variance with ``correction`` (numpy's ``ddof``): two launches."""
+    """Variance with ``correction`` (numpy's ``ddof``): the mean, then the mean square of
+    the deviations from it (two passes over the row, one launch)."""
     xf = _as_float(x)
     n = _count(x, axis, "var()")
     d = xf - mean(xf, axis, keepdims=True)
@@ -172,14 +174,17 @@ def var(x: Tensor, axis: Any = None, keepdims: bool = False, correction: float =
 
 
 def logsumexp(x: Tensor, axis: Any = -1, keepdims: bool = False) -> Tensor:
+    """log(sum(exp(x - max))) + max: one launch (the dims are dropped after it)."""
     xf = _as_float(x)
     m = reduce("max", xf, axis, keepdims=True)
-    s = reduce("sum", (xf - m).exp(), axis, keepdims=keepdims)
-    return s.log() + (m if keepdims else m.reshape(s.shape))
+    out = reduce("sum", (xf - m).exp(), axis, keepdims=True).log() + m
+    return out if keepdims else out.reshape(_out_shape(xf, _axes(xf, axis, "logsumexp()"),
+                                                       False))
 
 
 def softmax(x: Tensor, axis: int = -1) -> Tensor:
-    """exp(x - max) / sum: two launches (the max; the sum and the division)."""
+    """exp(x - max) / sum: one launch (the max, the sum, the division: three passes over
+    each row, which stays in registers between them where it fits)."""
     xf = _as_float(x)
     e = (xf - reduce("max", xf, axis, keepdims=True)).exp()
     return e / reduce("sum", e, axis, keepdims=True)
@@ -193,7 +198,8 @@ def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
 
 def layer_norm(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None, *,
                axis: Any = -1, eps: float = 1e-5) -> Tensor:
-    """(x - mean) / sqrt(var + eps) * weight + bias over ``axis``: two launches."""
+    """(x - mean) / sqrt(var + eps) * weight + bias over ``axis``: one launch (the mean,
+    the variance of the deviations, the normalized row)."""
     xf = _as_float(x)
     d = xf - mean(xf, axis, keepdims=True)
     y = d * (var_of(d, axis) + eps).rsqrt()

@@ -20,7 +20,7 @@ from examples.seed_chain import chain_np as chain8_np
 from tests.conftest import assert_close
 from tests.test_batching import CASES, inputs_of, run_tasks
 
-SOFTMAX = next(c for c in CASES if c[0] == "softmax")
+TWO_STEPS = next(c for c in CASES if c[0] == "two axes")
 
 
 async def arriving_apart(dev: Any, inputs: list[af.Tensor]) -> list[Any]:
@@ -79,7 +79,7 @@ async def test_max_batch_splits_a_group_into_launches(request, n):
 
 
 async def test_max_batch_caps_every_step(request):
-    _, shape, work, expect, steps = SOFTMAX
+    _, shape, work, expect, steps = TWO_STEPS
     async with device_for_test(request, max_batch=4) as dev:
         xs, ts = inputs_of(dev, 10, shape, seed=3)
         await dev.sync()

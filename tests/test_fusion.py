@@ -232,7 +232,7 @@ def test_generated_wgsl_matches_golden(case):
         del a
     elif case == "reduce_score":  # the search service's scoring expression: one kernel
         out = (-((m - a) ** 2).sum(axis=1)).exp()
-    elif case == "softmax":  # the max; then exp, the sum and the division in one kernel
+    elif case == "softmax":  # the max, the sum of exp, the division: one kernel, 3 passes
         out = af.softmax(m)
     elif case == "argmax_subgroups":  # (value, index) pairs combined by subgroup shuffles
         out = (m * 2.0).argmax(1)

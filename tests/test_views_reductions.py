@@ -138,11 +138,11 @@ async def test_launch_counts_of_fused_reductions_and_composites(dev):
     q = af.tensor(RNG.standard_normal(16).astype(np.float32), device=dev)
     w = af.tensor(np.ones(16, np.float32), device=dev)
     assert await launches(dev, lambda: (-((db - q) ** 2).sum(axis=1)).exp()) == 1
-    assert await launches(dev, lambda: af.softmax(db)) == 2
-    assert await launches(dev, lambda: af.log_softmax(db)) == 2
-    assert await launches(dev, lambda: af.logsumexp(db, 1)) == 2
-    assert await launches(dev, lambda: af.layer_norm(db, w, w)) == 2
-    assert await launches(dev, lambda: db.var(1)) == 2
+    assert await launches(dev, lambda: af.softmax(db)) == 1  # two chained reductions
+    assert await launches(dev, lambda: af.log_softmax(db)) == 1
+    assert await launches(dev, lambda: af.logsumexp(db, 1)) == 1
+    assert await launches(dev, lambda: af.layer_norm(db, w, w)) == 1
+    assert await launches(dev, lambda: db.var(1)) == 1
     assert await launches(dev, lambda: db.mean()) == 1
     assert await launches(dev, lambda: af.gelu(db) * 2.0) == 1
     assert await launches(dev, lambda: (db.T[::2] * 2.0 + q[::2, None]).exp()) == 1  # views fuse

@@ -1,7 +1,7 @@
 """The numpy backend: interprets the kernel IR on the host. The test oracle.
 
-It runs the very kernels the wgpu backend renders — loads through index maps, the body,
-the reduction, stores through index maps — with each primitive's numpy function from the
+It runs the very kernels the wgpu backend renders — loads through index maps, the body
+phase by phase, each reduction between two phases, stores through index maps — with each primitive's numpy function from the
 registry, so a fused program and its unfused ops can both be checked against plain numpy.
 Buffers are byte arrays; storage words have the device's types (bool as uint32).
 """
@@ -71,7 +71,7 @@ class _Run:
         if next(bound, None) is not None:
             raise ValueError("a launch got more buffers than its kernel binds")
         self.values: list[np.ndarray] = []
-        self.result: np.ndarray | None = None
+        self.results: list[np.ndarray] = []  # per reduction, kept dims
 
     def _load(self, k: int, ld: Load, buf: HostBuffer | None) -> np.ndarray:
         if buf is None:
@@ -119,8 +119,7 @@ class _Run:
         if a.kind == "v":
             return self.values[a.index]
         if a.kind == "r":
-            assert self.result is not None
-            return self.result
+            return self.results[a.index]
         dt = self.kernel.scalars[a.index]
         return np.array(self.args.scalars[a.index], dtype=dt.np)
 
@@ -129,18 +128,17 @@ class _Run:
         values: list[np.ndarray] = [np.empty(0)] * len(k.body)
         self.values = values
         with np.errstate(all="ignore"):
-            for level in (Level.ROW, Level.OUT, Level.POST):
-                if k.matmul and level is not Level.OUT:
-                    if level is Level.ROW:
-                        self.result = self._matmul()
-                    continue
-                if level is Level.OUT and k.reduce is not None and not k.matmul:
-                    red = k.reduce
-                    self.result = REDUCTIONS[red.op].numpy(
+            for phase in range(len(k.reduces) + 1):
+                if k.matmul:  # its product is the reduction; its body past it, the epilogue
+                    if phase:
+                        self.results.append(self._matmul())
+                elif phase:
+                    red = k.reduces[phase - 1]
+                    self.results.append(REDUCTIONS[red.op].numpy(
                         self.operand(red.value).astype(red.acc.np, copy=False),
-                        self.axes).astype(red.out.np)
+                        self.axes).astype(red.out.np))
                 for j, ins in enumerate(k.body):
-                    if ins.level is level:
+                    if ins.phase == phase and not (k.matmul and ins.level is Level.ROW):
                         values[j] = self._eval(ins.op, ins.compute, ins.out, ins.args)
 
     def _eval(self, op: str, compute: DType, out: DType, args: tuple[Arg, ...]) -> np.ndarray:
@@ -197,7 +195,7 @@ class NumpyBackend:
     def launch(self, kernel: Kernel, args: LaunchArgs, loads: list[HostBuffer],
                stores: list[HostBuffer]) -> None:
         self.faults.check("launch", kernel.names)
-        if not numel(args.shape) and (kernel.reduce is None or 0 in [
+        if not numel(args.shape) and (not kernel.reduces or 0 in [
                 s for s, r in zip(args.shape, kernel.reduced, strict=True) if not r]):
             return  # nothing to compute (a reduction of empty rows still writes them)
         run = _Run(kernel, args, loads)

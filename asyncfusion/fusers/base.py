@@ -28,8 +28,8 @@ __all__ = ["Candidate", "Fuser", "BlockFuser"]
 @dataclass(frozen=True, slots=True)
 class Candidate:
     """What a fuser would launch: the kernel for ``taken`` ops, after ``hoisted`` views,
-    covering the segment from the start position up to ``end``. ``lower`` lowers it: the
-    explorer calls it for the best candidate only."""
+    covering the segment from the start position up to ``end``. ``lower`` lowers it (once,
+    however often it is called): the explorer calls it for the best candidate only."""
 
     lower: Callable[[], Lowered]
     taken: tuple[int, ...]
@@ -92,8 +92,15 @@ class BlockFuser:
                 self.levels.append(Level.ROW)
                 self.end = pos + 1
                 return True
-            if op.input.id in self.produced:
-                return False  # a view of a value computed here: its producer must store first
+            if op.input.id in self.produced:  # a value computed here: its producer must
+                level = self.alias(op)  # store first, unless the view is the same value
+                if level is None:
+                    return False
+                self.taken.append(pos)
+                self.levels.append(level)
+                self.produced.add(op.out.id)
+                self.end = pos + 1
+                return True
             self.hoisted.append(pos)
             self.end = pos + 1
             return True
@@ -123,6 +130,11 @@ class BlockFuser:
             self.produced.update(t.id for t in op.outputs())
         self.computing += 1
         return True
+
+    def alias(self, op: ViewOp) -> Level | None:
+        """The level of a view of a value this kernel computes, if the kernel can hand it
+        on as the same value (its storage needs no other order): none by default."""
+        return None
 
     def on_untake(self, op: OperationIr) -> None:
         """Subclasses undo what :meth:`level` recorded for a refused op."""
@@ -161,6 +173,6 @@ class BlockFuser:
             return None
         hoisted = tuple(h for h in self.hoisted if h < self.end)
         block = [self.ops[i] for i in self.taken]
-        lowering = functools.partial(lower, block, list(self.levels), self.space,
-                                     self.reduced)
+        lowering = functools.cache(functools.partial(lower, block, list(self.levels),
+                                                     self.space, self.reduced))
         return Candidate(lowering, tuple(self.taken), hoisted, self.end, self.computing)

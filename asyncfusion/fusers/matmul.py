@@ -9,7 +9,7 @@ never written when nothing else reads it.
 
 from __future__ import annotations
 
-from ..ir import ElementwiseOp, MatmulOp, OperationIr
+from ..ir import ElementwiseOp, MatmulOp, OperationIr, ViewOp
 from ..kernel import Level
 from .reduce import ReduceFuser
 
@@ -25,7 +25,7 @@ class MatmulFuser(ReduceFuser):
                 return None  # the matmul opens its block
             self.space = op.space
             self.reduced = (False,) * len(op.out.shape) + (True,)
-            self.out_shape = op.out.shape
+            self.out_shapes = [op.out.shape]
             self.keep_shape = op.out.shape + (1,)
             self.reduce_at = len(self.taken)
             self.value_level[op.out.id] = (Level.OUT, op.out.shape)
@@ -37,6 +37,9 @@ class MatmulFuser(ReduceFuser):
             self.value_level.pop(op.out.id, None)
             return None
         return level
+
+    def alias(self, op: ViewOp) -> Level | None:
+        return None  # a product's views read its stored tiles
 
     def on_untake(self, op: OperationIr) -> None:
         super().on_untake(op)

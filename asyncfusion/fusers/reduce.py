@@ -1,24 +1,34 @@
-"""The reduce fuser: one reduction with element-wise work fused on read and on write.
+"""The reduce fuser: a chain of reductions over the same axes with element-wise work
+fused on read, between them and on write.
 
-Before the reduction it takes element-wise ops of the reduction's input shape (ROW: they
-run in the loop that feeds the fold). The reduction itself fixes the index space and the
-reduced axes. After it, an op of the reduction's output shape is OUT work (run once per
-output, fused on write); an op of the input shape is POST work (run per element again,
-reading OUT values broadcast along the reduced axes: ``e / e.sum(-1, keepdims=True)``).
+Before the first reduction it takes element-wise ops of the reduction's input shape (ROW:
+they run in the loop that feeds the fold). The reduction fixes the index space and the
+reduced axes. After it, an op of a reduction's output shape that reads only row values
+is OUT work (run once per output row, fused on write); an op of the input shape is POST
+work (run per element again, reading OUT values broadcast along the reduced axes:
+``e / e.sum(-1, keepdims=True)``). A later reduction of an element value over the same
+axes opens the next phase of the same kernel, so ``x - x.max(-1, keepdims=True)``, its
+``exp``, the ``sum`` of that and the division are one kernel (softmax; layer_norm's mean
+then variance likewise).
 
-POST ops at the end whose results are only read by later ops are handed back (trimmed):
-the next kernel recomputes them on read instead of this one writing them out whole.
+POST ops at the end whose results are only read by later ops are handed back (trimmed)
+when that leaves the kernel storing row values only: the next kernel recomputes them on
+read instead of this one writing them out whole.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..ir import ElementwiseOp, IotaOp, OperationIr, ReduceOp, TensorIr
+from ..ir import ElementwiseOp, IotaOp, OperationIr, ReduceOp, TensorIr, ViewOp
 from ..kernel import Level
+from ..primitives import REDUCTIONS
 from .base import BlockFuser, Candidate
 
-__all__ = ["ReduceFuser"]
+__all__ = ["ReduceFuser", "MAX_CHAIN"]
+
+# Reductions one kernel chains (each takes a workgroup array of partials).
+MAX_CHAIN = 3
 
 
 class ReduceFuser(BlockFuser):
@@ -27,7 +37,8 @@ class ReduceFuser(BlockFuser):
     def start(self, ops: list[OperationIr]) -> None:
         super().start(ops)
         self.reduce_at: int | None = None
-        self.out_shape: tuple[int, ...] = ()
+        self.chain: list[int] = []  # taken index of each reduction
+        self.out_shapes: list[tuple[int, ...]] = []  # of the row values (repeats kept)
         self.keep_shape: tuple[int, ...] = ()
         self.value_level: dict[int, tuple[Level, tuple[int, ...]]] = {}
 
@@ -35,19 +46,7 @@ class ReduceFuser(BlockFuser):
         if type(op) is IotaOp:
             return Level.ROW  # a source, read at the level of each op that reads it
         if type(op) is ReduceOp:
-            if self.reduce_at is not None:
-                return None
-            if self.space is None:
-                self.space = op.input.shape
-            if op.input.shape != self.space:
-                return None
-            self.reduced = tuple(d in op.axes for d in range(len(self.space)))
-            self.out_shape = op.out.shape
-            self.keep_shape = tuple(1 if r else s for s, r in zip(self.space, self.reduced,
-                                                                  strict=True))
-            self.reduce_at = len(self.taken)
-            self.value_level[op.out.id] = (Level.OUT, op.out.shape)
-            return Level.ROW
+            return self._reduction(op)
         if type(op) is not ElementwiseOp:
             return None
         if self.reduce_at is None:  # prologue
@@ -59,11 +58,36 @@ class ReduceFuser(BlockFuser):
             return Level.ROW
         return self._after(op)
 
+    def _reduction(self, op: ReduceOp) -> Level | None:
+        if self.space is None:
+            self.space = op.input.shape
+        reduced = tuple(d in op.axes for d in range(len(self.space)))
+        if op.input.shape != self.space:
+            return None
+        if self.reduce_at is None:
+            self.reduced = reduced
+            self.keep_shape = tuple(1 if r else s for s, r in zip(self.space, reduced,
+                                                                  strict=True))
+            self.reduce_at = len(self.taken)
+            level = Level.ROW
+        else:  # a later phase: same axes, one arg reduction at most, an element value
+            # (or a row value, where rows have one element)
+            src = self.value_level.get(op.input.id)
+            if reduced != self.reduced or len(self.chain) >= MAX_CHAIN or \
+                    REDUCTIONS[op.op].arg or (src is not None and src[0] is Level.OUT
+                                              and self.keep_shape != self.space):
+                return None
+            level = Level.POST
+        self.chain.append(len(self.taken))
+        self.out_shapes.append(op.out.shape)
+        self.value_level[op.out.id] = (Level.OUT, op.out.shape)
+        return level
+
     def _after(self, op: ElementwiseOp) -> Level | None:
         assert self.space is not None
         ins = [self.value_level.get(t.id) for t in op.inputs() if isinstance(t, TensorIr)]
         reads_row = any(v is not None and v[0] is not Level.OUT for v in ins)
-        if op.out.shape == self.out_shape and not reads_row:
+        if op.out.shape in self.out_shapes and not reads_row:
             level = Level.OUT
         elif op.out.shape == self.space:
             n = len(self.space)
@@ -77,12 +101,29 @@ class ReduceFuser(BlockFuser):
         self.value_level[op.out.id] = (level, op.out.shape)
         return level
 
+    def alias(self, op: ViewOp) -> Level | None:
+        """A row value seen with or without the reduced dims (``logsumexp``'s result
+        without its kept dims) is the same value, stored by row."""
+        v = self.value_level.get(op.input.id)
+        if v is None or v[0] is not Level.OUT or op.out.layout is not None:
+            return None
+        squeezed = tuple(s for s, r in zip(self.keep_shape, self.reduced, strict=True)
+                         if not r)
+        if op.out.shape not in (self.keep_shape, squeezed):
+            return None
+        self.out_shapes.append(op.out.shape)
+        self.value_level[op.out.id] = (Level.OUT, op.out.shape)
+        return Level.OUT
+
     def on_untake(self, op: OperationIr) -> None:
         for t in op.outputs():
             self.value_level.pop(t.id, None)
         if type(op) is ReduceOp:
-            self.reduce_at = None
-            self.reduced = ()
+            self.chain.pop()
+            self.out_shapes.remove(op.out.shape)
+            if not self.chain:
+                self.reduce_at = None
+                self.reduced = ()
 
     def complete(self) -> bool:
         return self.reduce_at is not None and self.reduce_at < len(self.taken)
@@ -90,16 +131,23 @@ class ReduceFuser(BlockFuser):
     def finish(self, later_reads: Callable[[int], set[int]]) -> Candidate | None:
         if self.reduce_at is None:
             return None
+        whole = self.candidate()
+        if whole is None or self.keep_shape == self.space:  # rows of one element: an
+            return whole  # element value is no bigger than a row value
         trimmed = False
         while True:  # hand back trailing POST ops whose results only feed later ops
             k = max(k for k, p in enumerate(self.taken) if self.ops[p].fusible)
             pos = self.taken[k]
-            if self.levels[k] is not Level.POST or not any(
+            if self.levels[k] is not Level.POST or type(self.ops[pos]) is ReduceOp or not any(
                     t.id in later_reads(pos + 1) for t in self.ops[pos].outputs()):
                 break
             del self.taken[k:], self.levels[k:]
             self.computing -= 1
             trimmed = True
-        if trimmed:
-            self.end = self.taken[-1] + 1
-        return self.candidate()
+        if not trimmed:
+            return whole
+        self.end = self.taken[-1] + 1
+        cand = self.candidate()
+        if cand is None or any(st.level is not Level.OUT for st in cand.lower().kernel.stores):
+            return whole  # trimmed, it would write an element value out whole all the same
+        return cand

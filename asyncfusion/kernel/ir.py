@@ -1,16 +1,22 @@
 """The kernel IR: one backend-neutral description of every kernel fusers produce.
 
 A :class:`Kernel` iterates over a canonical index space of ``rank`` dimensions (the
-shape of its element-wise work, or the input shape of its reduction). It reads inputs
+shape of its element-wise work, or the input shape of its reductions). It reads inputs
 through :class:`Load` index maps, computes a straight-line body of :class:`Instr` on
-registers, optionally folds one value with a :class:`Reduce`, and writes values through
-:class:`Store` index maps. Each instruction has a *level*:
+registers, optionally folds values with a chain of :class:`Reduce` over the same axes,
+and writes values through :class:`Store` index maps. Each instruction has a *level*:
 
 * ``ROW`` — one value per element of the index space (element-wise work, and the
-  prologue that feeds a reduction: fused on read);
-* ``OUT`` — one value per output of the reduction (its epilogue: fused on write);
-* ``POST`` — one value per element again, after the reduction, reading ``OUT`` values
+  prologue that feeds the first reduction: fused on read);
+* ``OUT`` — one value per output row of the reductions (their epilogue: fused on write);
+* ``POST`` — one value per element again, after a reduction, reading ``OUT`` values
   broadcast along the reduced axes (``x / x.sum(-1, keepdims=True)`` in one kernel).
+
+and a *phase*: how many reductions precede it (``ROW`` work is phase 0). Reduction
+``k`` folds a value of phase ``k`` or earlier, and its result (``Arg("r", k)``) is read
+from phase ``k + 1`` on, so ``softmax`` — a max, then a sum of ``exp(x - max)``, then a
+division — is one kernel of three phases: backends hold a row while its phases run
+(registers) or read it again for each phase.
 
 A *matmul* kernel (``matmul=True``) is a reduction too: its index space is the output's
 shape plus K, its ROW body is the product of loads 0 and 1 and its reduction a sum over
@@ -44,7 +50,7 @@ class Level(enum.IntEnum):
 @dataclass(frozen=True, slots=True)
 class Arg:
     """An operand: ``in`` (load k), ``v`` (body value k), ``s`` (scalar k) or ``r`` (the
-    reduction's result)."""
+    result of reduction k)."""
 
     kind: str
     index: int = 0
@@ -52,8 +58,9 @@ class Arg:
 
 @dataclass(frozen=True, slots=True)
 class Load:
-    """One input read at ``level``. ``dense``: element ``i`` of the index space is
-    word ``i`` of the buffer (vec4-able); otherwise offset + sum(coord * stride)."""
+    """One input read per element (``ROW``, in whichever phases read it) or per output
+    row (``OUT``). ``dense``: element ``i`` of the index space is word ``i`` of the buffer
+    (vec4-able); otherwise offset + sum(coord * stride)."""
 
     dtype: DType
     dense: bool
@@ -68,18 +75,21 @@ class Load:
 
 @dataclass(frozen=True, slots=True)
 class Instr:
-    """``v{k} = op(args)`` computed in ``compute``, giving ``out``."""
+    """``v{k} = op(args)`` computed in ``compute``, giving ``out``, after ``phase``
+    reductions (0 for ``ROW`` work)."""
 
     op: str
     compute: DType
     out: DType
     args: tuple[Arg, ...]
     level: Level = Level.ROW
+    phase: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class Reduce:
-    """Fold ``value`` (a ROW operand) over the reduced axes with a registered reduction."""
+    """Fold ``value`` (an element operand; a row value where rows have one element) over
+    the reduced axes with a registered reduction."""
 
     op: str
     value: Arg
@@ -107,7 +117,7 @@ class Kernel:
     body: tuple[Instr, ...]
     stores: tuple[Store, ...]
     scalars: tuple[DType, ...]
-    reduce: Reduce | None = None
+    reduces: tuple[Reduce, ...] = ()  # in phase order
     reduced: tuple[bool, ...] = ()  # per dimension of the index space: folded?
     vec4: bool = False
     matmul: bool = False
@@ -119,16 +129,20 @@ class Kernel:
         # Kernels key the backend caches on every launch: hash the deep structure once,
         # and name the kernel once (launches are counted and traced by name).
         object.__setattr__(self, "_hash", hash((
-            self.rank, self.loads, self.body, self.stores, self.scalars, self.reduce,
+            self.rank, self.loads, self.body, self.stores, self.scalars, self.reduces,
             self.reduced, self.vec4, self.matmul)))
         names = self._names()
-        kind = "matmul" if self.matmul else "reduce" if self.reduce is not None else \
-            "elementwise"
+        kind = "matmul" if self.matmul else "reduce" if self.reduces else "elementwise"
         object.__setattr__(self, "names", names)
         object.__setattr__(self, "title", f"{kind}[{' '.join(names)}]")
 
     def __hash__(self) -> int:
         return self._hash
+
+    @property
+    def reduce(self) -> Reduce | None:
+        """The first reduction (a matmul's sum over K), or None."""
+        return self.reduces[0] if self.reduces else None
 
     @property
     def storage_bindings(self) -> int:
@@ -137,10 +151,13 @@ class Kernel:
 
     def _names(self) -> tuple[str, ...]:
         """The primitives it runs, in order (for launch names and fault injection)."""
-        ops = ["matmul"] if self.matmul else [i.op for i in self.body if i.level is Level.ROW]
-        if self.reduce is not None and not self.matmul:
-            ops.append(self.reduce.op)
-        ops += [i.op for i in self.body if i.level is not Level.ROW]
+        ops = ["matmul"] if self.matmul else []
+        for phase in range(len(self.reduces) + 1):
+            if self.matmul and not phase:
+                continue  # its product
+            if phase and not self.matmul:
+                ops.append(self.reduces[phase - 1].op)
+            ops += [i.op for i in self.body if i.phase == phase]
         if ops:
             return tuple(ops)
         return ("arange",) if self.loads and self.loads[0].iota is not None else ("copy",)
@@ -148,7 +165,7 @@ class Kernel:
     def without_inplace(self) -> Kernel:
         """The same kernel writing every output to a fresh buffer."""
         stores = tuple(Store(s.value, s.dtype, s.level, s.dense, None) for s in self.stores)
-        return Kernel(self.rank, self.loads, self.body, stores, self.scalars, self.reduce,
+        return Kernel(self.rank, self.loads, self.body, stores, self.scalars, self.reduces,
                       self.reduced, self.vec4, self.matmul)
 
     def over_instances(self, loads_dense: tuple[bool, ...],
@@ -166,7 +183,7 @@ class Kernel:
                        for st, dense in zip(self.stores, stores_dense, strict=True))
         vec4 = self.vec4 and all(loads_dense) and all(stores_dense)
         reduced = (False,) + self.reduced if self.reduced else ()
-        return Kernel(self.rank + 1, loads, self.body, stores, self.scalars, self.reduce,
+        return Kernel(self.rank + 1, loads, self.body, stores, self.scalars, self.reduces,
                       reduced, vec4, self.matmul)
 
 

@@ -71,13 +71,15 @@ def matmul_align(op: MatmulOp) -> tuple[Align, Align]:
 
 def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
           reduced: tuple[bool, ...] = (), *, inplace: bool = True) -> Lowered:
-    """One kernel for ``block`` (element-wise ops, at most one reduction, drops), each op
-    at the level the fuser chose. An op's output is stored unless it dies inside the
-    block (read for the last time there, or dropped)."""
+    """One kernel for ``block`` (element-wise ops, a chain of reductions over the same
+    axes, drops), each op at the level the fuser chose and in the phase its place in the
+    chain gives. An op's output is stored unless it dies inside the block (read for the
+    last time there, or dropped). A tensor is loaded once per kind of read (per element,
+    per output row), whatever the phase that reads it."""
     rank = len(space)
     values: dict[int, tuple[Arg, Level, DType]] = {}
     # a tensor read twice with different alignments (``a @ a``) takes two loads
-    load_slot: dict[tuple[int, Level, tuple[int, int, int] | None, Align | None], int] = {}
+    load_slot: dict[tuple[int, bool, tuple[int, int, int] | None, Align | None], int] = {}
     loads: list[Load] = []
     load_ids: list[int] = []
     load_align: list[Align | None] = []
@@ -85,8 +87,7 @@ def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
     body: list[Instr] = []
     scalars: list[DType] = []
     scalar_refs: list[tuple[int, int]] = []
-    reduce: Reduce | None = None
-    reduce_out: tuple[int, ...] = ()
+    reduces: list[Reduce] = []
     dead: set[int] = set()
     dropped: set[int] = set()
     shape_from = (0, False)
@@ -95,7 +96,8 @@ def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
     def load(t: TensorIr, level: Level, out_shape: tuple[int, ...], pos: int,
              op: OperationIr, align: Align | None = None,
              gather: tuple[int, int, int] | None = None) -> Arg:
-        key = (t.id, level, gather, align)
+        per_row = level is Level.OUT
+        key = (t.id, per_row, gather, align)
         slot = load_slot.get(key)
         if slot is None:
             slot = load_slot[key] = len(loads)
@@ -103,13 +105,14 @@ def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
             load_refs.append((pos, ins.index(t.id) if t.id in ins else -1))
             dense = (not reduced and t.layout is None and t.shape == space and gather is None
                      and align is None)
-            loads.append(Load(t.dtype, dense, level, gather, iotas.get(t.id)))
+            loads.append(Load(t.dtype, dense, Level.OUT if per_row else Level.ROW, gather,
+                              iotas.get(t.id)))
             load_ids.append(t.id)
             if dense:
                 load_align.append(None)
             elif align is not None:
                 load_align.append(align)
-            elif level is Level.OUT:
+            elif per_row:
                 load_align.append(_out_align(t.shape, out_shape, reduced))
             else:
                 load_align.append(align_to(t.shape, space))
@@ -127,8 +130,11 @@ def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
             scalar_refs += [(pos, 0), (pos, 1)]
             iotas[op.out.id] = (len(scalars) - 2, len(scalars) - 1)
             continue
-        if isinstance(op, ViewOp):  # a view of an arange: its layout is the index map
-            iotas[op.out.id] = iotas[op.input.id]
+        if isinstance(op, ViewOp):
+            if op.input.id in values:  # the same value (a row value without unit dims)
+                values[op.out.id] = values[op.input.id]
+            else:  # a view of an arange: its layout is the index map
+                iotas[op.out.id] = iotas[op.input.id]
             continue
         if isinstance(op, MatmulOp):
             a_align, b_align = matmul_align(op)
@@ -137,9 +143,8 @@ def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
             dt = op.out.dtype
             acc = REDUCTIONS["sum"].acc_dtype(dt)  # float16 products sum in float32
             body.append(Instr("mul", acc, acc, operands))
-            reduce = Reduce("sum", Arg("v", len(body) - 1), acc, acc, dt)
+            reduces.append(Reduce("sum", Arg("v", len(body) - 1), acc, acc, dt))
             values[op.out.id] = (Arg("r"), Level.OUT, dt)
-            reduce_out = op.out.shape
             shape_from = (pos, True)
             continue
         if isinstance(op, GatherOp):
@@ -154,14 +159,13 @@ def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
             src = values[op.input.id][0] if op.input.id in values else load(
                 op.input, Level.ROW, space, pos, op)
             red = REDUCTIONS[op.op]
-            reduce = Reduce(op.op, src, op.input.dtype, red.acc_dtype(op.input.dtype),
-                            op.out.dtype)
-            values[op.out.id] = (Arg("r"), Level.OUT, op.out.dtype)
-            reduce_out = op.out.shape
+            values[op.out.id] = (Arg("r", len(reduces)), Level.OUT, op.out.dtype)
+            reduces.append(Reduce(op.op, src, op.input.dtype, red.acc_dtype(op.input.dtype),
+                                  op.out.dtype))
             shape_from = (pos, True)
             continue
         assert isinstance(op, ElementwiseOp)
-        if reduce is None:
+        if not reduces:
             shape_from = (pos, False)
         args: list[Arg] = []
         k = 0
@@ -174,17 +178,19 @@ def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
             elif a.id in values:
                 args.append(values[a.id][0])
             else:
-                args.append(load(a, level, reduce_out if level is Level.OUT else space, pos, op))
+                args.append(load(a, level, op.out.shape if level is Level.OUT else space, pos,
+                                 op))
         values[op.out.id] = (Arg("v", len(body)), level, op.out.dtype)
-        body.append(Instr(op.op, op.compute, op.out.dtype, tuple(args), level))
+        body.append(Instr(op.op, op.compute, op.out.dtype, tuple(args), level,
+                          0 if level is Level.ROW else len(reduces)))
 
     dead |= dropped
     for pos, op in enumerate(block):
         if isinstance(op, IotaOp) and op.out.id not in dead:
             values[op.out.id] = (load(op.out, Level.ROW, space, pos, op), Level.ROW,
                                  op.out.dtype)
-    loads, load_ids, load_align, load_refs, body, reduce = _iotas_last(
-        loads, load_ids, load_align, load_refs, body, reduce, values)
+    loads, load_ids, load_align, load_refs, body, reduces = _iotas_last(
+        loads, load_ids, load_align, load_refs, body, reduces, values)
     stores: list[Store] = []
     store_ids: list[int] = []
     store_align: list[Align | None] = []
@@ -219,23 +225,23 @@ def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
             and all(ld.dense or all(a == -1 for a in al or ())
                     for ld, al in zip(loads, load_align, strict=True)))
     matmul = any(isinstance(op, MatmulOp) for op in block)
-    kernel = Kernel(rank, tuple(loads), tuple(body), tuple(stores), tuple(scalars), reduce,
-                    reduced, vec4, matmul)
+    kernel = Kernel(rank, tuple(loads), tuple(body), tuple(stores), tuple(scalars),
+                    tuple(reduces), reduced, vec4, matmul)
     return Lowered(kernel, tuple(t for t in load_ids if t not in iotas), tuple(store_ids),
                    tuple(load_align), tuple(load_refs), tuple(store_align),
                    tuple(dict.fromkeys(frees)), tuple(scalar_refs), shape_from)
 
 
 def _iotas_last(loads: list[Load], load_ids: list[int], load_align: list[Align | None],
-                load_refs: list[tuple[int, int]], body: list[Instr], reduce: Reduce | None,
+                load_refs: list[tuple[int, int]], body: list[Instr], reduces: list[Reduce],
                 values: dict[int, tuple[Arg, Level, DType]]
                 ) -> tuple[list[Load], list[int], list[Align | None], list[tuple[int, int]],
-                           list[Instr], Reduce | None]:
+                           list[Instr], list[Reduce]]:
     """The loads reordered so that iota loads (bound to no buffer) come last, and every
     reference to a load renumbered to match."""
     order = sorted(range(len(loads)), key=lambda k: loads[k].iota is not None)
     if order == list(range(len(loads))):
-        return loads, load_ids, load_align, load_refs, body, reduce
+        return loads, load_ids, load_align, load_refs, body, reduces
     new = {old: k for k, old in enumerate(order)}
 
     def arg(a: Arg) -> Arg:
@@ -247,10 +253,9 @@ def _iotas_last(loads: list[Load], load_ids: list[int], load_align: list[Align |
     for tid, (a, level, dtype) in values.items():
         values[tid] = (arg(a), level, dtype)
     body = [dataclasses.replace(ins, args=tuple(arg(a) for a in ins.args)) for ins in body]
-    if reduce is not None:
-        reduce = dataclasses.replace(reduce, value=arg(reduce.value))
+    reduces = [dataclasses.replace(red, value=arg(red.value)) for red in reduces]
     return (moved, [load_ids[k] for k in order], [load_align[k] for k in order],
-            [load_refs[k] for k in order], body, reduce)
+            [load_refs[k] for k in order], body, reduces)
 
 
 def copy_kernel(dtype: DType, rank: int, dense_load: bool) -> Kernel:

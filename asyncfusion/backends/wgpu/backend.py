@@ -3,7 +3,8 @@
 Kernels are rendered to WGSL once per distinct kernel (an LRU keyed by the kernel IR)
 and compiled once per WGSL text by the runtime. Reduction kernels pick their threads per
 output row from the launch's sizes: rows of a few elements share a workgroup, long rows
-get a whole one. Matmul kernels pick their tiles from the output's size and the adapter's
+get a whole one; a kernel of several passes over each row holds the row in registers
+between them where it fits (:func:`row_slots`), else reads it again. Matmul kernels pick their tiles from the output's size and the adapter's
 limits (:func:`matmul_tiles`): one workgroup per output tile.
 """
 
@@ -20,6 +21,7 @@ from ..._debug import assert_off_loop
 from ...dtype import NEEDS, DType, to_storage
 from ...ir import Layout, numel
 from ...kernel import Kernel, LaunchArgs
+from ...kernel.rows import held_bytes
 from ...trace import Counters
 from ..base import MemoryStats, host_view
 from ..faults import FaultInjector
@@ -71,6 +73,23 @@ def threads_per_row(n_out: int, n_red: int, workgroup: int) -> int:
     return tpr
 
 
+# Registers per thread a held row may take: its elements (at most _SLOTS each) times
+# the bytes held per element. 32 slots of 256 threads hold a row of 8,192.
+_SLOTS = 32
+_HELD_BYTES = 256
+
+
+def row_slots(kernel: Kernel, n_red: int, tpr: int) -> int:
+    """Elements of a row each thread holds between a reduction kernel's passes (a power
+    of two), or 0: the kernel has one pass, or the row does not fit in registers and each
+    pass reads it again."""
+    held = held_bytes(kernel)
+    if not held:
+        return 0
+    slots = _pow2_at_least(-(-n_red // tpr))
+    return slots if slots <= _SLOTS and slots * held <= _HELD_BYTES else 0
+
+
 def _pow2_at_least(n: int) -> int:
     p = 1
     while p < n:
@@ -99,7 +118,8 @@ class WgpuBackend:
                                   min(cache_bytes, STAGING_CACHE))
         self.batch = self.rt.new_batch()
         self._reads: list[_Read] = []  # staged, copied at the next flush
-        self._kernels: OrderedDict[tuple[Kernel, MatmulTiles | None], str] = OrderedDict()
+        # (kernel, its matmul tiles or its reduction's slots) -> WGSL
+        self._kernels: OrderedDict[tuple[Kernel, MatmulTiles | int], str] = OrderedDict()
         self.gpu = self.rt.adapter_info.get("adapter_type") != "CPU"
         self.limits = dict(self.rt.device.limits)
         self.subgroups = self.rt.subgroups  # reductions combine rows with subgroup shuffles
@@ -143,13 +163,13 @@ class WgpuBackend:
                      dst.offset + dst_offset)
 
     # -- kernels -------------------------------------------------------------------------
-    def _wgsl(self, kernel: Kernel, tiles: MatmulTiles | None = None) -> str:
-        key = (kernel, tiles)
+    def _wgsl(self, kernel: Kernel, variant: MatmulTiles | int = 0) -> str:
+        key = (kernel, variant)
         text = self._kernels.get(key)
         if text is None:
             text = self._kernels[key] = (
-                render(kernel, self.rt.workgroup, self.subgroups) if tiles is None
-                else render_matmul(kernel, tiles))
+                render(kernel, self.rt.workgroup, self.subgroups, variant)
+                if isinstance(variant, int) else render_matmul(kernel, variant))
             self.counters.kernels_generated += 1
             if len(self._kernels) > _MAX_KERNELS:
                 self._kernels.popitem(last=False)
@@ -162,32 +182,34 @@ class WgpuBackend:
         self.rt.check_alive()
         n = numel(args.shape)
         wg = self.rt.workgroup
-        tiles = None
+        variant: MatmulTiles | int = 0
         if kernel.matmul:
             *batch, m, n_, _ = args.shape
-            tiles = with_layout(matmul_tiles(m, n_, self.limits, self.gpu,
-                                             numel(tuple(batch))), args)
-        wgsl = self._wgsl(kernel, tiles)
+            variant = tiles = with_layout(matmul_tiles(m, n_, self.limits, self.gpu,
+                                                       numel(tuple(batch))), args)
+        elif kernel.reduces:
+            n_out = numel(tuple(s for s, r in zip(args.shape, kernel.reduced, strict=True)
+                                if not r))
+            n_red = n // n_out if n_out else 0
+            tpr = threads_per_row(n_out, n_red, wg)
+            variant = row_slots(kernel, n_red, tpr)
+        wgsl = self._wgsl(kernel, variant)
         self.faults.check("launch", kernel.names)
-        if tiles is not None:
+        if kernel.matmul:
             count = numel(tuple(batch)) * -(-m // tiles.tm) * -(-n_ // tiles.tn)
             if not count:
                 return
             head = (numel(tuple(batch)), -(-m // tiles.tm), -(-n_ // tiles.tn), 0)
             threads = count * wg  # the runtime's grid counts workgroups of its own size
-        elif kernel.reduce is None:
+        elif not kernel.reduces:
             if not n:
                 return
             count = n // 4 if kernel.vec4 else n
             head = (count, 0, 0, 0)
             threads = count
         else:
-            n_out = numel(tuple(s for s, r in zip(args.shape, kernel.reduced, strict=True)
-                                if not r))
             if not n_out:
                 return
-            n_red = n // n_out
-            tpr = threads_per_row(n_out, n_red, wg)
             rows = wg // tpr
             head = (n_out, n_red, tpr, rows)
             threads = -(-n_out // rows) * wg

@@ -4,9 +4,11 @@ Primitive expressions come from the registry's WGSL rules; this module only lays
 kernel around them. Sizes, strides, offsets and scalars are never literals: they are
 read from the uniform ``params`` block (see :func:`param_words`), so one text serves every
 size. Element-wise kernels run a thread per element (or per ``vec4``); reduction kernels
-give each output row ``tpr`` threads of a workgroup, fold in registers, combine in
-workgroup memory as a tree, then run the epilogue (OUT) and, when there is one, a second
-pass over the row (POST).
+give each output row ``tpr`` threads of a workgroup and run their phases in turn (see
+:mod:`asyncfusion.kernel.rows`): a pass over the row folding in registers, the partials
+combined by subgroup shuffles or a tree in workgroup memory, the row values (OUT) and
+their stores, then the next phase's pass — over values held in registers since the
+first pass, or over the row read again.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from collections.abc import Callable
 import numpy as np
 
 from ...dtype import DType
-from ...kernel import Arg, Kernel, LaunchArgs, Level
+from ...kernel import Arg, Kernel, LaunchArgs, Level, Reduce
+from ...kernel.rows import Phase, RowValues, row_phases
 from ...primitives import (HELPERS, HELPERS_F64, HELPERS_WIDE, PRIMITIVES, REDUCTIONS,
                            STORAGE_TYPE, WGSL_TYPE, Ty, convert, isnan)
 
@@ -117,8 +120,7 @@ class _Writer:
         if a.kind == "v":
             return k.body[a.index].out
         if a.kind == "r":
-            assert k.reduce is not None
-            return k.reduce.out
+            return k.reduces[a.index].out
         return k.scalars[a.index]
 
     def expr(self, a: Arg) -> str:
@@ -127,7 +129,7 @@ class _Writer:
         if a.kind == "v":
             return f"v{a.index}"
         if a.kind == "r":
-            return "res"
+            return f"res{_nth(a.index)}"
         dt = self.k.scalars[a.index]
         word = self.scalar_words[a.index]
         raw = param(word)
@@ -215,11 +217,8 @@ class _Writer:
     def level(self, level: Level, depth: int, dims: range | list[int],
               loads: tuple[Level, ...]) -> None:
         """Emit the loads and instructions of ``level`` (in body order)."""
-        needed = {a.index for ins in self.k.body if ins.level is level or
-                  (level is Level.POST and ins.level is Level.ROW)
+        needed = {a.index for ins in self.k.body if ins.level is level
                   for a in ins.args if a.kind == "in"}
-        if self.k.reduce is not None and level is Level.ROW and self.k.reduce.value.kind == "in":
-            needed.add(self.k.reduce.value.index)
         needed |= {st.value.index for st in self.k.stores
                    if st.level is level and st.value.kind == "in"}
         needed |= {g[0] for i in needed if (g := self.k.loads[i].gather) is not None}
@@ -227,7 +226,7 @@ class _Writer:
             if self.k.loads[i].level in loads:
                 self.load(i, depth, dims)
         for j, ins in enumerate(self.k.body):
-            if ins.level is level or (level is Level.POST and ins.level is Level.ROW):
+            if ins.level is level:
                 self.instr(j, depth)
 
     def coords(self, dims: list[int], var: str, depth: int) -> None:
@@ -258,26 +257,19 @@ class _Writer:
         self.emit("}", 0)
 
     # -- reduction schedule --------------------------------------------------------------
-    def reduction(self) -> None:
+    def reduction(self, slots: int) -> None:
+        """Phase by phase (see :mod:`asyncfusion.kernel.rows`): a pass over each row,
+        its fold combined across the row's threads, the row values and their stores;
+        ``slots`` > 0 holds values between passes in ``slots`` registers per thread."""
         k = self.k
-        red = k.reduce
-        assert red is not None
-        spec = REDUCTIONS[red.op]
-        acc_t = WGSL_TYPE[red.acc]
         wg = self.wg
         kept = [d for d, r in enumerate(k.reduced) if not r]
-        folded = [d for d, r in enumerate(k.reduced) if r]
-        shared = sorted({a for ins in k.body if ins.level is Level.POST for a in ins.args
-                         if a.kind == "r" or (a.kind == "v" and k.body[a.index].level is
-                                              Level.OUT)}, key=lambda a: (a.kind, a.index))
-        self.emit(f"var<workgroup> red_v: array<{acc_t}, {wg}>;", 0)
-        if spec.arg:
-            self.emit(f"var<workgroup> red_i: array<u32, {wg}>;", 0)
-        for a in shared:
-            self.emit(f"var<workgroup> sh_{self.expr(a)}: array<{STORAGE_TYPE[self.dtype_of(a)]}"
-                      f", {wg}>;", 0)
-        if spec.arg:
-            self._better(red.acc, spec.name == "argmax")
+        phases = row_phases(k, slots > 0)
+        for p, red in enumerate(k.reduces):
+            self.emit(f"var<workgroup> red_v{_nth(p)}: array<{WGSL_TYPE[red.acc]}, {wg}>;", 0)
+            if REDUCTIONS[red.op].arg:
+                self.emit(f"var<workgroup> red_i{_nth(p)}: array<u32, {wg}>;", 0)
+                self._better(red.acc, red.op == "argmax")
         self.emit(f"@compute @workgroup_size({wg})", 0)
         sgs = ", @builtin(subgroup_size) sgs: u32" if self.subgroups else ""
         self.emit("fn main(@builtin(local_invocation_index) lid: u32, "
@@ -290,113 +282,169 @@ class _Writer:
         self.emit("let lane = lid % tpr;")
         self.emit(f"let row = (wid.x + wid.y * nwg.x) * {param(3)} + slot;")
         self.emit("let valid = row < n_out;")
-        assert spec.identity is not None
-        self.emit(f"var acc: {acc_t} = {spec.identity(red.acc)};")
-        if spec.arg:
-            self.emit("var acc_i: u32 = 0xffffffffu;")
-        self.emit("if (valid) {")
-        self.coords(kept, "row", 2)
-        self.row_bases(kept, 2)
-        self._row_loop(2, folded, lambda d: self._fold(spec.arg, d))
-        self.emit("}")
-        if self.subgroups and red.acc.itemsize == 4:  # 64-bit shuffles are not everywhere
-            self._combine_subgroups(spec.arg, red.acc)
-        else:
-            self._combine_tree(spec.arg, red.acc)
-        self.emit("if (valid && lane == 0u) {")
-        self.coords(kept, "row", 2)
-        for d in folded:
-            self.emit(f"let c{d} = 0u;", 2)
-        first = "red_v[first]"
-        if spec.arg:
-            res = "i32(red_i[first])"
-        elif red.out is DType.bool:
-            res = f"({first} != 0u)"
-        elif red.out is not red.acc:  # float16 folded in float32, int16 in int32
-            res = convert(first, red.acc, Ty(red.out, False))
-        else:
-            res = first
-        self.emit(f"let res = {res};", 2)
-        self.level(Level.OUT, 2, list(range(k.rank)), (Level.OUT,))
-        for j, st in enumerate(k.stores):
-            if st.level is Level.OUT:
-                self.store(j, "row" if st.dense else self.index(self.store_map[j],
-                                                                range(k.rank)), 2)
-        for a in shared:
-            e = self.expr(a)
-            val = f"select(0u, 1u, {e})" if self.dtype_of(a) is DType.bool else e
-            self.emit(f"sh_{e}[slot] = {val};", 2)
-        self.emit("}")
-        if any(ins.level is Level.POST for ins in k.body):
-            self.emit("workgroupBarrier();")
-            self.emit("if (valid) {")
-            self.coords(kept, "row", 2)
-            self.row_bases(kept, 2)
-            for a in shared:
-                e = self.expr(a)
-                val = f"sh_{e}[slot]"
-                if self.dtype_of(a) is DType.bool:
-                    val = f"({val} != 0u)"
-                self.emit(f"let {e} = {val};", 2)
-            self._row_loop(2, folded, self._post)
-            self.emit("}")
+        for a in (a for ph in phases for a in ph.hold):
+            self.emit(f"var h_{self.expr(a)}: array<{WGSL_TYPE[self.dtype_of(a)]}, {slots}>;")
+        for ph in phases:
+            if ph.index:
+                self._combine(ph.index - 1)
+            if ph.out_stores:
+                self.emit("if (valid && lane == 0u) {")
+                self.coords(kept, "row", 2)
+                for d in range(k.rank):
+                    if k.reduced[d]:  # a strided (batched) store's index reads them
+                        self.emit(f"let c{d} = 0u;", 2)
+                self._row_values(ph.out_rows, kept, 2)
+                for j in ph.out_stores:
+                    st = k.stores[j]
+                    self.store(j, "row" if st.dense else self.index(self.store_map[j],
+                                                                    range(k.rank)), 2)
+                self.emit("}")
+            if ph.has_pass:
+                self._pass(ph, kept, slots)
         self.emit("}", 0)
 
-    def _fold_pair(self, arg: bool, dt: DType, a: tuple[str, str], b: tuple[str, str],
+    def _pass(self, ph: Phase, kept: list[int], slots: int) -> None:
+        """One pass of phase ``ph`` over each row, folding into its accumulator."""
+        k = self.k
+        n = _nth(ph.index)
+        if ph.fold:
+            red = k.reduces[ph.index]
+            spec = REDUCTIONS[red.op]
+            assert spec.identity is not None
+            self.emit(f"var acc{n}: {WGSL_TYPE[red.acc]} = {spec.identity(red.acc)};")
+            if spec.arg:
+                self.emit(f"var acc_i{n}: u32 = 0xffffffffu;")
+        self.emit("if (valid) {")
+        self.coords(kept, "row", 2)
+        self.row_bases(kept, ph.loads, 2)
+        self._row_values(ph.rows, kept, 2)
+        folded = [d for d, r in enumerate(k.reduced) if r]
+        if slots:
+            self.emit(f"for (var j = 0u; j < {slots}u; j = j + 1u) {{", 2)
+            self.emit("let r = lane + j * tpr;", 3)
+            self.emit("if (r >= n_red) { break; }", 3)
+            self._element(ph, folded, 3)
+            self.emit("}", 2)
+        else:
+            self._row_loop(2, folded, lambda depth: self._element(ph, folded, depth))
+        self.emit("}")
+
+    def _element(self, ph: Phase, folded: list[int], depth: int) -> None:
+        """The work of one element ``r`` of the row in pass ``ph``."""
+        k = self.k
+        self.coords(folded, "r", depth)
+        for a in ph.held:
+            self.emit(f"let {self.expr(a)} = h_{self.expr(a)}[j];", depth)
+        for i in ph.loads:
+            self.load(i, depth, range(k.rank))
+        for j in ph.instrs:
+            self.instr(j, depth)
+        for j in ph.stores:
+            self.store(j, self.index(self.store_map[j], range(k.rank)), depth)
+        for a in ph.hold:
+            self.emit(f"h_{self.expr(a)}[j] = {self.expr(a)};", depth)
+        if ph.fold:
+            red = k.reduces[ph.index]
+            x = self.expr(red.value)
+            if red.src is DType.bool:
+                x = f"select(0u, 1u, {x})"
+            elif red.src is not red.acc:
+                x = convert(x, red.src, Ty(red.acc, False))
+            self.emit(f"let x = {x};", depth)
+            n = _nth(ph.index)
+            self._fold_pair(red, (f"acc{n}", f"acc_i{n}"), ("x", "r"), depth)
+
+    def _row_values(self, rows: RowValues, kept: list[int], depth: int) -> None:
+        """The reductions' results, per-row loads and ``OUT`` work ``rows`` names, in the
+        row's scope (every thread of the row computes them: they are few)."""
+        for p in rows.results:
+            red = self.k.reduces[p]
+            n = _nth(p)
+            first = f"red_v{n}[first{n}]"
+            if REDUCTIONS[red.op].arg:
+                res = f"i32(red_i{n}[first{n}])"
+            elif red.out is DType.bool:
+                res = f"({first} != 0u)"
+            elif red.out is not red.acc:  # float16 folded in float32, int16 in int32
+                res = convert(first, red.acc, Ty(red.out, False))
+            else:
+                res = first
+            self.emit(f"let res{n} = {res};", depth)
+        for i in rows.loads:  # zero strides along the reduced dimensions
+            self.load(i, depth, kept)
+        for j in rows.instrs:
+            self.instr(j, depth)
+
+    def _fold_pair(self, red: Reduce, a: tuple[str, str], b: tuple[str, str],
                    depth: int) -> None:
         """``a = combine(a, b)`` for registers or shared slots (value, index) ``a``, ``b``."""
-        if arg:
+        spec = REDUCTIONS[red.op]
+        if spec.arg:
             self.emit(f"if (af_better({b[0]}, {b[1]}, {a[0]}, {a[1]})) {{ {a[0]} = {b[0]}; "
                       f"{a[1]} = {b[1]}; }}", depth)
         else:
-            spec = REDUCTIONS[self.k.reduce.op]  # type: ignore[union-attr]
             assert spec.combine is not None
-            self.emit(f"{a[0]} = {spec.combine(a[0], b[0], dt)};", depth)
+            self.emit(f"{a[0]} = {spec.combine(a[0], b[0], red.acc)};", depth)
 
-    def _tree(self, arg: bool, dt: DType, base: str, count: str) -> None:
-        """Fold ``count`` shared slots from ``red_v[base]`` into the first, as a tree."""
+    def _tree(self, p: int, base: str, count: str) -> None:
+        """Fold ``count`` shared slots of reduction ``p`` from ``base`` into the first, as
+        a tree."""
+        v, i = f"red_v{_nth(p)}", f"red_i{_nth(p)}"
         self.emit(f"for (var s = {count} / 2u; s > 0u; s = s / 2u) {{")
         self.emit("if (lane < s) {", 2)
-        self._fold_pair(arg, dt, (f"red_v[{base} + lane]", f"red_i[{base} + lane]"),
-                        (f"red_v[{base} + lane + s]", f"red_i[{base} + lane + s]"), 3)
+        self._fold_pair(self.k.reduces[p], (f"{v}[{base} + lane]", f"{i}[{base} + lane]"),
+                        (f"{v}[{base} + lane + s]", f"{i}[{base} + lane + s]"), 3)
         self.emit("}", 2)
         self.emit("workgroupBarrier();", 2)
         self.emit("}")
 
-    def _combine_tree(self, arg: bool, dt: DType) -> None:
-        """Each thread's partial to workgroup memory, then a tree per row."""
-        self.emit("red_v[lid] = acc;")
-        if arg:
-            self.emit("red_i[lid] = acc_i;")
-        self.emit("workgroupBarrier();")
-        self._tree(arg, dt, "slot * tpr", "tpr")
-        self.emit("let first = slot * tpr;")
+    def _combine(self, p: int) -> None:
+        """Reduction ``p``'s partials combined per row into ``red_v[first]``: by subgroup
+        shuffles where the adapter has them (32-bit accumulators), else by a tree."""
+        if self.subgroups and self.k.reduces[p].acc.itemsize == 4:
+            self._combine_subgroups(p)
+        else:
+            self._combine_tree(p)
 
-    def _combine_subgroups(self, arg: bool, dt: DType) -> None:
+    def _combine_tree(self, p: int) -> None:
+        """Each thread's partial to workgroup memory, then a tree per row."""
+        n = _nth(p)
+        arg = REDUCTIONS[self.k.reduces[p].op].arg
+        self.emit(f"red_v{n}[lid] = acc{n};")
+        if arg:
+            self.emit(f"red_i{n}[lid] = acc_i{n};")
+        self.emit("workgroupBarrier();")
+        self._tree(p, "slot * tpr", "tpr")
+        self.emit(f"let first{n} = slot * tpr;")
+
+    def _combine_subgroups(self, p: int) -> None:
         """A butterfly of subgroup shuffles across the row's lanes in each subgroup (no
         barrier), then a tree over the row's subgroups in workgroup memory, if several."""
-        self.emit("let width = min(tpr, sgs);")
-        self.emit("for (var s = width / 2u; s > 0u; s = s / 2u) {")
-        self.emit("let o = subgroupShuffleXor(acc, s);", 2)
+        n = _nth(p)
+        arg = REDUCTIONS[self.k.reduces[p].op].arg
+        self.emit(f"let width{n} = min(tpr, sgs);")
+        self.emit(f"for (var s = width{n} / 2u; s > 0u; s = s / 2u) {{")
+        self.emit(f"let o = subgroupShuffleXor(acc{n}, s);", 2)
         if arg:
-            self.emit("let oi = subgroupShuffleXor(acc_i, s);", 2)
-        self._fold_pair(arg, dt, ("acc", "acc_i"), ("o", "oi"), 2)
+            self.emit(f"let oi = subgroupShuffleXor(acc_i{n}, s);", 2)
+        self._fold_pair(self.k.reduces[p], (f"acc{n}", f"acc_i{n}"), ("o", "oi"), 2)
         self.emit("}")
-        self.emit("let parts = tpr / width;")
-        self.emit("if (lane % width == 0u) {")
-        self.emit("red_v[slot * parts + lane / width] = acc;", 2)
+        self.emit(f"let parts{n} = tpr / width{n};")
+        self.emit(f"if (lane % width{n} == 0u) {{")
+        self.emit(f"red_v{n}[slot * parts{n} + lane / width{n}] = acc{n};", 2)
         if arg:
-            self.emit("red_i[slot * parts + lane / width] = acc_i;", 2)
+            self.emit(f"red_i{n}[slot * parts{n} + lane / width{n}] = acc_i{n};", 2)
         self.emit("}")
         self.emit("workgroupBarrier();")
-        self._tree(arg, dt, "slot * parts", "parts")
-        self.emit("let first = slot * parts;")
+        self._tree(p, f"slot * parts{n}", f"parts{n}")
+        self.emit(f"let first{n} = slot * parts{n};")
 
-    def row_bases(self, kept: list[int], depth: int) -> None:
-        """Per row, once: each strided ROW/POST load's offset plus its kept dimensions'
+    def row_bases(self, kept: list[int], loads: tuple[int, ...], depth: int) -> None:
+        """Per row, once: each strided element load's offset plus its kept dimensions'
         terms (``b{i}``), so the loop over the row adds only the folded ones."""
-        for i, ld in enumerate(self.k.loads):
-            if ld.dense or ld.gather is not None or ld.level is Level.OUT:
+        for i in loads:
+            ld = self.k.loads[i]
+            if ld.dense or ld.gather is not None:
                 continue
             word = self.load_map[i]
             terms = [f"bitcast<i32>({param(word)})"]
@@ -408,33 +456,9 @@ class _Writer:
         self.emit(f"for (var r0 = lane; r0 < n_red; r0 = r0 + tpr * {INNER_STEPS}u) {{", depth)
         self.emit(f"let r1 = min(n_red, r0 + tpr * {INNER_STEPS}u);", depth + 1)
         self.emit("for (var r = r0; r < r1; r = r + tpr) {", depth + 1)
-        self.coords(folded, "r", depth + 2)
         inner(depth + 2)
         self.emit("}", depth + 1)
         self.emit("}", depth)
-
-    def _row_stores(self, level: Level, depth: int) -> None:
-        for j, st in enumerate(self.k.stores):
-            if st.level is level:
-                self.store(j, self.index(self.store_map[j], range(self.k.rank)), depth)
-
-    def _fold(self, arg: bool, depth: int) -> None:
-        k = self.k
-        red = k.reduce
-        assert red is not None
-        self.level(Level.ROW, depth, range(k.rank), (Level.ROW,))
-        self._row_stores(Level.ROW, depth)
-        x = self.expr(red.value)
-        if red.src is DType.bool:
-            x = f"select(0u, 1u, {x})"
-        elif red.src is not red.acc:
-            x = convert(x, red.src, Ty(red.acc, False))
-        self.emit(f"let x = {x};", depth)
-        self._fold_pair(arg, red.acc, ("acc", "acc_i"), ("x", "r"), depth)
-
-    def _post(self, depth: int) -> None:
-        self.level(Level.POST, depth, range(self.k.rank), (Level.ROW, Level.POST))
-        self._row_stores(Level.POST, depth)
 
     def _better(self, dt: DType, greater: bool) -> None:
         """``af_better(x, xi, a, ai)``: does (x, xi) beat (a, ai)? NaN first, then the
@@ -450,16 +474,23 @@ class _Writer:
         self.emit("}", 0)
 
 
-def render(kernel: Kernel, workgroup: int, subgroups: bool = False) -> str:
+def _nth(p: int) -> str:
+    """The suffix of reduction ``p``'s names (none for the first)."""
+    return str(p) if p else ""
+
+
+def render(kernel: Kernel, workgroup: int, subgroups: bool = False, slots: int = 0) -> str:
     """The WGSL text of one element-wise or reduction kernel; ``subgroups``: the adapter
-    has subgroup operations (matmul kernels: :mod:`.matmul_render`)."""
+    has subgroup operations; ``slots``: a reduction holds each row in that many registers
+    per thread between its passes (0: it reads the row again for each pass). Matmul
+    kernels: :mod:`.matmul_render`."""
     assert not kernel.matmul
     w = _Writer(kernel, workgroup, subgroups)
     w.declare()
-    if kernel.reduce is None:
+    if not kernel.reduces:
         w.elementwise()
     else:
-        w.reduction()
+        w.reduction(slots)
     return enables(kernel) + "\n".join(w.lines) + "\n"
 
 
@@ -467,6 +498,6 @@ def enables(kernel: Kernel) -> str:
     """``enable f16;`` where the kernel holds a float16 anywhere."""
     dts = {ld.dtype for ld in kernel.loads} | {st.dtype for st in kernel.stores}
     dts |= {d for ins in kernel.body for d in (ins.compute, ins.out)} | set(kernel.scalars)
-    if kernel.reduce is not None:
-        dts |= {kernel.reduce.src, kernel.reduce.out}
+    for red in kernel.reduces:
+        dts |= {red.src, red.out}
     return "enable f16;\n" if DType.float16 in dts else ""

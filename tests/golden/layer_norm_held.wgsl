@@ -1,0 +1,103 @@
+struct Params { w: array<vec4<u32>, 6> }
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> in0: array<f32>;
+@group(0) @binding(2) var<storage, read> in1: array<f32>;
+@group(0) @binding(3) var<storage, read> in2: array<f32>;
+@group(0) @binding(4) var<storage, read_write> out0: array<f32>;
+fn af_div_f32(n: f32, d: f32) -> f32 {
+  let s = select(select(1.0, 1.8446744e19, abs(d) < 5.421011e-20), 5.421011e-20,
+                 abs(d) > 1.8446744e19);
+  return (n * s) / (d * s);
+}
+fn af_half(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) - 0x00800000u); }
+fn af_div_f32_4(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> { return vec4<f32>(af_div_f32(a.x, b.x), af_div_f32(a.y, b.y), af_div_f32(a.z, b.z), af_div_f32(a.w, b.w)); }
+var<workgroup> red_v: array<f32, 256>;
+var<workgroup> red_v1: array<f32, 256>;
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let n_out = params.w[0][0];
+  let n_red = params.w[0][1];
+  let tpr = params.w[0][2];
+  let slot = lid / tpr;
+  let lane = lid % tpr;
+  let row = (wid.x + wid.y * nwg.x) * params.w[0][3] + slot;
+  let valid = row < n_out;
+  var h_a0: array<f32, 2>;
+  var h_v1: array<f32, 2>;
+  var acc: f32 = f32(0);
+  if (valid) {
+    var q_row = row;
+    let c0 = q_row;
+    let b0 = bitcast<i32>(params.w[1][2]) + i32(c0) * bitcast<i32>(params.w[1][3]);
+    for (var j = 0u; j < 2u; j = j + 1u) {
+      let r = lane + j * tpr;
+      if (r >= n_red) { break; }
+      var q_r = r;
+      let c1 = q_r;
+      let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0]))];
+      h_a0[j] = a0;
+      let x = a0;
+      acc = (acc + x);
+    }
+  }
+  red_v[lid] = acc;
+  workgroupBarrier();
+  for (var s = tpr / 2u; s > 0u; s = s / 2u) {
+    if (lane < s) {
+      red_v[slot * tpr + lane] = (red_v[slot * tpr + lane] + red_v[slot * tpr + lane + s]);
+    }
+    workgroupBarrier();
+  }
+  let first = slot * tpr;
+  var acc1: f32 = f32(0);
+  if (valid) {
+    var q_row = row;
+    let c0 = q_row;
+    let res = red_v[first];
+    let v0 = af_div_f32(res, bitcast<f32>(params.w[4][2]));
+    for (var j = 0u; j < 2u; j = j + 1u) {
+      let r = lane + j * tpr;
+      if (r >= n_red) { break; }
+      var q_r = r;
+      let c1 = q_r;
+      let a0 = h_a0[j];
+      let v1 = select((a0 - v0), f32(bitcast<f32>(0x7fc00000u)), ((bitcast<u32>(a0) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(v0) & 0x7fffffffu) > 0x7f800000u) | (((bitcast<u32>(a0) & u32(0x7fffffffu)) == u32(0x7f800000u)) & (bitcast<u32>(a0) == (bitcast<u32>(v0) ^ u32(0u)))));
+      let v2 = (v1 * v1);
+      h_v1[j] = v1;
+      let x = v2;
+      acc1 = (acc1 + x);
+    }
+  }
+  red_v1[lid] = acc1;
+  workgroupBarrier();
+  for (var s = tpr / 2u; s > 0u; s = s / 2u) {
+    if (lane < s) {
+      red_v1[slot * tpr + lane] = (red_v1[slot * tpr + lane] + red_v1[slot * tpr + lane + s]);
+    }
+    workgroupBarrier();
+  }
+  let first1 = slot * tpr;
+  if (valid) {
+    var q_row = row;
+    let c0 = q_row;
+    let b1 = bitcast<i32>(params.w[2][1]) + i32(c0) * bitcast<i32>(params.w[2][2]);
+    let b2 = bitcast<i32>(params.w[3][0]) + i32(c0) * bitcast<i32>(params.w[3][1]);
+    let res1 = red_v1[first1];
+    let v3 = af_div_f32(res1, bitcast<f32>(params.w[4][3]));
+    let v4 = select((v3 + bitcast<f32>(params.w[5][0])), f32(bitcast<f32>(0x7fc00000u)), ((bitcast<u32>(v3) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(bitcast<f32>(params.w[5][0])) & 0x7fffffffu) > 0x7f800000u) | (((bitcast<u32>(v3) & u32(0x7fffffffu)) == u32(0x7f800000u)) & (bitcast<u32>(v3) == (bitcast<u32>(bitcast<f32>(params.w[5][0])) ^ u32(0x80000000u)))));
+    let v5 = (f32(1.0) / sqrt(v4));
+    for (var j = 0u; j < 2u; j = j + 1u) {
+      let r = lane + j * tpr;
+      if (r >= n_red) { break; }
+      var q_r = r;
+      let c1 = q_r;
+      let v1 = h_v1[j];
+      let a1 = in1[u32(b1 + i32(c1) * bitcast<i32>(params.w[2][3]))];
+      let a2 = in2[u32(b2 + i32(c1) * bitcast<i32>(params.w[3][2]))];
+      let v6 = (v1 * v5);
+      let v7 = (v6 * a1);
+      let v8 = select((v7 + a2), f32(bitcast<f32>(0x7fc00000u)), ((bitcast<u32>(v7) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(a2) & 0x7fffffffu) > 0x7f800000u) | (((bitcast<u32>(v7) & u32(0x7fffffffu)) == u32(0x7f800000u)) & (bitcast<u32>(v7) == (bitcast<u32>(a2) ^ u32(0x80000000u)))));
+      out0[u32(bitcast<i32>(params.w[3][3]) + i32(c0) * bitcast<i32>(params.w[4][0]) + i32(c1) * bitcast<i32>(params.w[4][1]))] = v8;
+    }
+  }
+}
