@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ._debug import in_event_loop
+from ._tracebacks import clear_read_frames
 from .engine.memory import Poison
 from .dtype import NEEDS, DType, as_dtype, check_held, check_promoted, int_range, promote
 from .errors import (AxisError, BlockingCallError, DeviceMismatchError, DTypeError, LimitError,
@@ -163,7 +164,12 @@ class Tensor:
     # -- reading -------------------------------------------------------------------------
     async def to_data(self) -> np.ndarray:
         """Run what this tensor needs and return its values as a numpy array."""
-        out: np.ndarray = await self.device.read(self)
+        try:
+            out: np.ndarray = await self.device.read(self)
+        except BaseException as exc:  # cancelled or failed: the traceback keeps no tensor
+            clear_read_frames(exc)
+            del self
+            raise
         self._keep_host(out)
         return out
 

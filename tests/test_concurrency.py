@@ -257,3 +257,30 @@ def test_interpreter_exit_with_pending_work_and_live_tensors_is_clean():
     assert proc.returncode == 0, proc.stderr
     assert "[2.]" in proc.stdout
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
+
+
+async def test_a_cancellation_its_reader_keeps_keeps_no_tensor(dev):
+    # What asyncio does for a cancelled task (it keeps the exception, and so the frames
+    # of the read in its traceback), done by hand on both backends.
+    await dev.sync()
+    base = dev.memory_stats()
+    kept: list[BaseException] = []
+
+    async def reader(i: int) -> None:
+        try:
+            await (af.rand(1 << 16, seed=i, device=dev) * 2.0).to_data()
+        except anyio.get_cancelled_exc_class() as exc:
+            kept.append(exc)
+            raise
+
+    async with anyio.create_task_group() as tg:
+        for i in range(8):
+            tg.start_soon(reader, i)
+        await anyio.sleep(0)
+        tg.cancel_scope.cancel()
+    assert len(kept) == 8
+    gc.collect()
+    await dev.sync()
+    await dev.sync()
+    after = dev.memory_stats()
+    assert (after.live_buffers, after.live_bytes) == (base.live_buffers, base.live_bytes)

@@ -8,6 +8,7 @@ import itertools
 import os
 
 import numpy as np
+import wgpu
 
 import asyncfusion as af
 from asyncfusion.backends.wgpu import runtime
@@ -17,6 +18,7 @@ REF = {"exp": np.exp, "sin": np.sin, "cos": np.cos, "tanh": np.tanh, "sqrt": np.
        "abs": np.abs, "sigmoid": lambda v: 1 / (1 + np.exp(-v)),
        "relu": lambda v: np.maximum(v, 0)}
 UNARY = list(REF)
+CHEAP = ["abs", "relu", "square", "sign", "floor", "ceil"]  # quick to compile
 
 
 def os_threads() -> int:
@@ -50,6 +52,51 @@ async def test_the_pipeline_cache_keeps_the_most_recently_used_up_to_its_cap(dev
         # the group cache holds no layout of an evicted pipeline
         alive = {bgl for _, bgl in rt._pipelines.values()}
         assert all(k[0] in alive for k in rt._groups)
+    finally:
+        rt.max_pipelines = saved
+
+
+def wgpu_objects() -> dict[str, int]:
+    """Live wgpu objects of the kinds a pipeline brings, held by Python (wgpu-py's count)
+    and by wgpu-native for Python (the handles not released to it)."""
+    py = wgpu.diagnostics.object_counts.get_dict()
+    native = wgpu.diagnostics.wgpu_native_counts.get_dict()
+    kinds = ("ComputePipeline", "ShaderModule", "BindGroupLayout", "PipelineLayout",
+             "BindGroup")
+    return {f"{where} {k}": counts.get(k, {}).get("count", 0)
+            for where, counts in (("py", py), ("native", native)) for k in kinds}
+
+
+async def test_distinct_programs_leave_no_more_wgpu_objects_than_the_caches_hold(dev):
+    rt = dev.backend.rt
+    assert rt.max_pipelines == (runtime.MAX_PIPELINES if dev.backend.gpu
+                                else runtime.MAX_PIPELINES_CPU)
+    saved = rt.max_pipelines
+    x = af.rand(64, seed=1, device=dev)
+    await x.to_data()
+    before, cached = wgpu_objects(), (rt.pipelines_alive, len(rt._groups))
+    created = rt.pipelines_created
+    rt.max_pipelines = 5
+    try:
+        for chain in itertools.islice(itertools.product(CHEAP, repeat=3), 24):
+            y = x
+            for op in chain:
+                y = getattr(y, op)()
+            await y.to_data()
+        assert rt.pipelines_created - created >= 24 - 5  # the last 5 may have been cached
+        gc.collect()
+        after = wgpu_objects()
+        alive, groups = rt.pipelines_alive, len(rt._groups)
+        assert alive <= 5
+        # Whatever else is alive (other runtimes, this one's buffers) is as it was: each
+        # program's pipeline, layouts and bind groups went with its cache entry.
+        for where in ("py", "native"):
+            for kind, held in (("ComputePipeline", alive - cached[0]),
+                               ("BindGroupLayout", alive - cached[0]),
+                               ("BindGroup", groups - cached[1]),
+                               ("ShaderModule", 0), ("PipelineLayout", 0)):
+                key = f"{where} {kind}"
+                assert after[key] == before[key] + held, (key, before, after)
     finally:
         rt.max_pipelines = saved
 

@@ -91,3 +91,30 @@ async def test_wait_for_with_timeouts_across_the_round_trip_leaks_nothing():
         assert (after.live_buffers, after.live_bytes) == (base.live_buffers, base.live_bytes)
         assert not dev._server.inbox
         np.testing.assert_array_equal(await (x + 1.0).to_data(), xn + np.float32(1))
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("read", ["method", "af.to_data"])
+async def test_cancelled_read_tasks_that_the_caller_keeps_keep_no_buffer(read):
+    # A cancelled asyncio task keeps its CancelledError, whose traceback keeps the frames
+    # of the read: the caller holding the task objects (a list, or the loop variable of
+    # 'for t in tasks: t.cancel()') must not keep the tensors' buffers with them.
+    async with af.open_device() as dev:
+        await _settle(dev)
+        base = dev.memory_stats()
+
+        def reading(i: int):
+            t = af.rand(1 << 19, seed=i, device=dev)  # 2 MiB each
+            return t.to_data() if read == "method" else af.to_data(t, t * 2.0)
+
+        tasks = [asyncio.create_task(reading(i)) for i in range(12)]
+        await asyncio.sleep(0)
+        for t in tasks:
+            t.cancel()
+        await asyncio.wait(tasks)
+        assert all(t.cancelled() for t in tasks)
+        await _settle(dev)
+        after = dev.memory_stats()
+        assert (after.live_buffers, after.live_bytes) == (base.live_buffers, base.live_bytes)
+        out = await (af.rand(16, seed=1, device=dev) * 2.0).to_data()  # still working
+        assert out.shape == (16,)

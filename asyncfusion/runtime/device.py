@@ -20,6 +20,7 @@ import numpy as np
 from anyio.from_thread import BlockingPortal
 
 from .._debug import in_event_loop
+from .._tracebacks import clear_read_frames
 from ..backends.base import Backend, MemoryStats
 from ..backends.numpy_backend import NumpyBackend
 from ..engine import Fusion, Plain
@@ -281,7 +282,12 @@ async def to_data(*tensors: Any) -> tuple[np.ndarray, ...]:
         raise DeviceMismatchError(
             "to_data() got tensors of different devices; read each device's tensors with "
             "its own to_data() call (they may run concurrently in a task group)")
-    out = await dev.read_many(tensors)
+    try:
+        out = await dev.read_many(tensors)
+    except BaseException as exc:  # cancelled or failed: the traceback keeps no tensor
+        clear_read_frames(exc)
+        del tensors, t
+        raise
     for t, values in zip(tensors, out, strict=True):
         t._keep_host(values)
     return tuple(out)

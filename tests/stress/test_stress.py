@@ -142,6 +142,36 @@ async def test_two_thousand_distinct_programs_keep_at_most_1024_pipelines():
         assert dev.memory_stats().live_buffers == 0
 
 
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.timeout(2400)
+async def test_two_thousand_distinct_programs_hold_the_memory_of_their_cached_pipelines_only():
+    # Transcendental chains: on lavapipe each pipeline's machine code takes 1-13 MB of
+    # this process, so pipelines that outlive their cache entry show in its RSS.
+    async with af.open_device() as dev:
+        rt = dev.backend.rt
+        x = af.rand(16, seed=2, device=dev)
+        ops = ["exp", "sin", "cos", "tanh", "sqrt", "abs", "sigmoid", "relu"]
+        rss = {}
+        for i, chain in enumerate(itertools.islice(itertools.product(ops, repeat=4), 2000)):
+            y = x
+            for op in chain:
+                y = getattr(y, op)()
+            await y.to_data()
+            if i + 1 in (1000, 2000):
+                gc.collect()
+                rss[i + 1] = rss_bytes()
+            assert rt.pipelines_alive <= rt.max_pipelines
+        assert rt.pipelines_created >= 2000
+        assert rss[2000] - rss[1000] < 150 << 20, f"RSS grew {(rss[2000] - rss[1000]) >> 20} MB"
+        del x, y
+        await settle(dev)
+        assert dev.memory_stats().live_buffers == 0
+
+
 async def test_twenty_distinct_limits_leave_at_most_one_idle_wgpu_device():
     from asyncfusion.backends.wgpu import runtime
 
