@@ -196,3 +196,13 @@ def test_the_wgpu_map_mode_reads_use_exists_and_submits_nothing():
         src.destroy()
     finally:
         detach(rt)
+
+
+async def test_an_open_device_keeps_the_gil_switch_interval_short(dev):
+    # Rounds are Python on the executor thread: the event loop waits for the GIL at most
+    # one switch interval, which an open device keeps at GIL_SWITCH_S or below.
+    import sys
+
+    from asyncfusion.runtime.server import GIL_SWITCH_S
+
+    assert sys.getswitchinterval() <= GIL_SWITCH_S

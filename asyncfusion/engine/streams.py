@@ -38,7 +38,6 @@ from ..ir import DropOp, OperationIr, TensorIr, TensorStatus
 __all__ = ["StreamId", "StreamQueue", "Streams", "current_stream"]
 
 _RECLAIM_AT = 64  # reclaim ended streams once this many queues exist (then twice the rest)
-LOGGED_POKE = 64  # registrations waiting in the log that prompt the server to look
 _NO_PRODUCER = (None,)
 
 

@@ -195,9 +195,15 @@ class ElementwiseOp(OperationIr):
     out: TensorIr
     compute: DType
     fusible: ClassVar[bool] = True
+    # the tensor args, found once (the executor asks for them several times a round)
+    _inputs: tuple[TensorIr, ...] | None = field(default=None, init=False, repr=False,
+                                                 compare=False, hash=False)
 
     def inputs(self) -> tuple[TensorIr, ...]:
-        return tuple([a for a in self.args if type(a) is TensorIr])
+        ins = self._inputs
+        if ins is None:
+            ins = self._inputs = tuple([a for a in self.args if type(a) is TensorIr])
+        return ins
 
     def outputs(self) -> tuple[TensorIr, ...]:
         return (self.out,)

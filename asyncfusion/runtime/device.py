@@ -25,7 +25,7 @@ from ..backends.base import Backend, MemoryStats
 from ..backends.numpy_backend import NumpyBackend
 from ..engine import Fusion, Plain
 from ..engine.executor import Executor, Request
-from ..engine.streams import LOGGED_POKE, StreamId, Streams, current_stream
+from ..engine.streams import StreamId, Streams, current_stream
 from ..errors import BlockingCallError, DeviceClosedError, DeviceMismatchError
 from ..ir import OperationIr, TensorIr
 from ..trace import Counters, CounterSnapshot
@@ -146,7 +146,7 @@ class Device:
         n = streams.register(key, op, inputs, out, owner)
         if self._kept is not None:
             self._kept.note(out, key)
-        if n == LOGGED_POKE or n % streams.flush_threshold == 0:
+        if n % streams.flush_threshold == 0:
             self._poke()  # maybe a long queue to run, or many streams, some ended
 
     def _poke(self) -> None:

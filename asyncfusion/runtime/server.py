@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import sys
 import threading
 import time
 from typing import Any
@@ -29,7 +30,12 @@ from ..errors import DeviceClosedError, ExecutionError
 from .metrics import ServerMetrics
 from .worker import Worker, loop_caller
 
-__all__ = ["Server"]
+__all__ = ["Server", "GIL_SWITCH_S"]
+
+# The executor thread's rounds are Python: while one runs, the event loop waits for the
+# GIL, up to the interpreter's switch interval (5 ms by default). A device lowers it to
+# this, so a round never holds the loop for longer (sys.setswitchinterval; never raised).
+GIL_SWITCH_S = 0.0005
 
 
 class Server:
@@ -148,6 +154,8 @@ class Server:
 
     async def serve(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
         self.thread = threading.get_ident()
+        if sys.getswitchinterval() > GIL_SWITCH_S:
+            sys.setswitchinterval(GIL_SWITCH_S)
         self.wake = anyio.Event()
         self.worker = worker = Worker("asyncfusion-executor", loop_caller())
         if self.inbox or self.executor.streams.long:
