@@ -182,6 +182,23 @@ async def test_what_one_kernel_does_not_chain(dev, ref, name):
     await check(dev, ref, make, expect, W[:1], n, atol=1e-4)
 
 
+async def test_norms_of_unrelated_rows_stay_one_kernel_each(dev):
+    # A reduction of a row the kernel neither computes nor loads opens a kernel of its
+    # own: chained on, it would cut the next norm in two and store its middle whole.
+    xs = [af.tensor(RNG.standard_normal((8, 256)).astype(np.float32) + i, device=dev)
+          for i in range(4)]
+    await dev.sync()
+    dev.reset_stats()
+    outs = [af.softmax(x, axis=-1) for x in xs] + [af.layer_norm(x) for x in xs]
+    await dev.sync()
+    kernels = dev.stats().kernels
+    assert dev.stats().launches == 8, kernels
+    assert len(kernels) == 2 and all(n == 4 for n in kernels.values()), kernels
+    for x, out in zip(xs * 2, outs, strict=True):
+        host = await x.to_data()
+        assert (await out.to_data()).shape == host.shape
+
+
 async def test_an_arg_reduction_may_open_the_chain(dev, ref):
     x = W[0]
     await check(dev, ref, lambda t: t.argmax(-1) + t.sum(-1),

@@ -73,6 +73,9 @@ class ReduceFuser(BlockFuser):
         else:  # a later phase: same axes, one arg reduction at most, an element value
             # (or a row value, where rows have one element)
             src = self.value_level.get(op.input.id)
+            if src is None and not any(op.input.id == t.id for p in self.taken
+                                       for t in self.ops[p].inputs()):
+                return None  # a row this kernel neither computes nor loads: its own kernel
             if reduced != self.reduced or len(self.chain) >= MAX_CHAIN or \
                     REDUCTIONS[op.op].arg or (src is not None and src[0] is Level.OUT
                                               and self.keep_shape != self.space):
