@@ -190,3 +190,56 @@ async def test_work_a_cancelled_handler_still_holds_stays_queued_and_reads_right
     assert synced == 1  # y's chain, once; the cancelled y * 3 was dropped unrun
     assert_close(await kept[0].to_data(), chain8_np(xn), rtol=1e-5, atol=1e-6)
     assert dev.stats().launches == 1
+
+
+async def test_readers_cancelled_while_their_round_drains_are_left_out_of_its_launch(request):
+    # The cancels land on the executor thread's round after it took every stream's work
+    # (held for one batched launch) and before that launch: those instances are left out.
+    async with device_for_test(request, max_batch=N, max_wait_ms=60_000) as dev:
+        xs = [np.full(SIZE, i / N, np.float32) for i in range(N)]
+        await dev.sync()
+        base = dev.memory_stats()
+        dev.reset_stats()
+        cancel = set(range(0, N, 2))
+        scopes = [anyio.CancelScope() for _ in range(N)]
+        results: dict[int, np.ndarray] = {}
+        withdrawn = threading.Event()
+        executor = dev._server.executor
+        real_gone = executor._gone
+
+        def cancel_half() -> None:
+            for i in cancel:
+                scopes[i].cancel()
+
+        def gone(requests: list[Any]) -> set[int]:  # the round has drained its streams
+            if executor.deferred.groups and not withdrawn.is_set():
+                dev._server.worker.call(cancel_half)  # on the event loop, soon
+                assert withdrawn.wait(60)
+            return real_gone(requests)
+
+        async def handler(i: int) -> None:
+            with scopes[i]:
+                results[i] = await chain8(af.tensor(xs[i], device=dev)).to_data()
+            if scopes[i].cancelled_caught and all(scopes[j].cancelled_caught for j in cancel):
+                withdrawn.set()
+
+        executor._gone = gone
+        try:
+            async with anyio.create_task_group() as tg:
+                for i in range(N):
+                    tg.start_soon(handler, i)
+        finally:
+            withdrawn.set()
+            del executor._gone
+        assert sorted(results) == sorted(set(range(N)) - cancel)
+        for i, out in results.items():
+            assert_close(out, chain8_np(xs[i]), rtol=1e-5, atol=1e-6)
+        stats = dev.stats()
+        assert stats.launches == 1 and stats.batched_instances == N // 2
+        assert stats.blocks == N  # the live half's uploads and instances only
+        del results
+        gc.collect()
+        await dev.sync()
+        await dev.sync()
+        after = dev.memory_stats()
+        assert (after.live_buffers, after.live_bytes) == (base.live_buffers, base.live_bytes)

@@ -85,7 +85,10 @@ class Executor:
             [r.stream for r in requests if not r.cancelled] + self.streams.long_queues()))
         for key in keys:
             self.drain(key, batch=True)
-        self.deferred.flush(self._recover)
+        gone = self._gone(requests)
+        self.deferred.flush(self._recover, gone)
+        for tid in gone:
+            self._release(tid)
         reads = [r for r in requests if r.tensor is not None and not r.cancelled]
         tokens: list[tuple[Request, Any]] = []
         for r in reads:
@@ -148,6 +151,17 @@ class Executor:
             gc.collect(1)  # a cancelled task's frames may hold its tensors in a cycle
         self.streams.withdraw(keys)
         return True
+
+    def _gone(self, requests: list[Request]) -> set[int]:
+        """Readers cancelled while the round drained let go of their tensors: the ids
+        freed since the round began (nothing pending reads them, so the round's waiting
+        segments that make them need not run; they are released once those ran)."""
+        late = False
+        for r in requests:
+            if r.cancelled and r.tensor is not None:
+                r.tensor = None
+                late = True
+        return set(self.streams.take_freeable()) if late else set()
 
     def _error(self, what: str, cause: BaseException) -> ExecutionError:
         """The error a reader gets: DeviceLostError once the GPU is gone, else
