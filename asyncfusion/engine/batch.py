@@ -19,17 +19,18 @@ A launch takes at most ``max_batch`` instances (``open_device(max_batch=...)``; 
 group makes several launches per step); how long a round may wait for more streams is
 the server's business (``max_wait_ms``, in ``runtime/server.py``).
 
-Only self-contained segments wait: their inputs are already computed, and no segment
-waiting before them reads what they free. Anything else first runs what waits, so the
-order of the streams' effects on memory is the one an unbatched round has. Failures stay
-per instance: a poisoned instance runs its step alone (and poisons only its own outputs),
+A segment whose results were all dropped while it waited (its reader was cancelled)
+is left out of its group. Only self-contained segments wait: their inputs are already
+computed, and no segment waiting before them reads what they free. Anything else first
+runs what waits, so the order of the streams' effects on memory is the one an unbatched
+round has. Failures stay per instance: a poisoned instance runs its step alone (and poisons only its own outputs),
 and a batched launch that fails is run again instance by instance, each isolated as usual.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,7 +120,7 @@ class Deferred:
         return True
 
     def flush(self, recover: Callable[[list[OperationIr]], None],
-              gone: set[int] | frozenset[int] = frozenset()) -> None:
+              gone: Set[int] = frozenset()) -> None:
         """Run every waiting segment, a group at a time; ``recover`` re-runs the ops of a
         group's members that did not run if the group fails outside its steps' isolation.
         A member whose results are all ``gone`` (dropped since it was offered: its reader
@@ -154,8 +155,7 @@ class Deferred:
         for tid in frees:
             self.memory.release(tid)
 
-
-    def _withdrawn(self, ops: list[OperationIr], gone: set[int] | frozenset[int]) -> bool:
+    def _withdrawn(self, ops: list[OperationIr], gone: Set[int]) -> bool:
         """Whether nobody is left for what ``ops`` make: then what they would free of
         what was computed before them is freed now, and they do not run."""
         made: set[int] = set()
