@@ -23,8 +23,9 @@ A segment whose results were all dropped while it waited (its reader was cancell
 is left out of its group. Only self-contained segments wait: their inputs are already
 computed, and no segment waiting before them reads what they free. Anything else first
 runs what waits, so the order of the streams' effects on memory is the one an unbatched
-round has. Failures stay per instance: a poisoned instance runs its step alone (and poisons only its own outputs),
-and a batched launch that fails is run again instance by instance, each isolated as usual.
+round has. Failures stay per instance: a poisoned instance runs its step alone (and
+poisons only its own outputs), and a batched launch that fails is run again instance by
+instance, each isolated as usual.
 """
 
 from __future__ import annotations
