@@ -19,17 +19,19 @@ A launch takes at most ``max_batch`` instances (``open_device(max_batch=...)``; 
 group makes several launches per step); how long a round may wait for more streams is
 the server's business (``max_wait_ms``, in ``runtime/server.py``).
 
-Only self-contained segments wait: their inputs are already computed, and no segment
-waiting before them reads what they free. Anything else first runs what waits, so the
-order of the streams' effects on memory is the one an unbatched round has. Failures stay
-per instance: a poisoned instance runs its step alone (and poisons only its own outputs),
-and a batched launch that fails is run again instance by instance, each isolated as usual.
+A segment whose results were all dropped while it waited (its reader was cancelled)
+is left out of its group. Only self-contained segments wait: their inputs are already
+computed, and no segment waiting before them reads what they free. Anything else first
+runs what waits, so the order of the streams' effects on memory is the one an unbatched
+round has. Failures stay per instance: a poisoned instance runs its step alone (and
+poisons only its own outputs), and a batched launch that fails is run again instance by
+instance, each isolated as usual.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Set
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,14 +120,19 @@ class Deferred:
         self.frees.extend(frees)
         return True
 
-    def flush(self, recover: Callable[[list[OperationIr]], None]) -> None:
+    def flush(self, recover: Callable[[list[OperationIr]], None],
+              gone: Set[int] = frozenset()) -> None:
         """Run every waiting segment, a group at a time; ``recover`` re-runs the ops of a
-        group's members that did not run if the group fails outside its steps' isolation."""
+        group's members that did not run if the group fails outside its steps' isolation.
+        A member whose results are all ``gone`` (dropped since it was offered: its reader
+        was cancelled) is left out of its group's launches."""
         if not self.groups:
             return
         groups, self.groups = self.groups, {}
         ctx = Context(self.memory, self.counters)
         for group in groups.values():
+            if gone:
+                group.members = [m for m in group.members if not self._withdrawn(m[0], gone)]
             packed = _Packed(ctx.backend)
             try:
                 many = len(group.members) > 1
@@ -148,6 +155,25 @@ class Deferred:
         self.releases.clear()
         for tid in frees:
             self.memory.release(tid)
+
+    def _withdrawn(self, ops: list[OperationIr], gone: Set[int]) -> bool:
+        """Whether nobody is left for what ``ops`` make: then what they would free of
+        what was computed before them is freed now, and they do not run."""
+        made: set[int] = set()
+        frees: set[int] = set()
+        rw = TensorStatus.READ_WRITE
+        for op in ops:
+            if type(op) is DropOp:
+                frees.add(op.tensor.id)
+                continue
+            frees.update(t.id for t in op.inputs() if t.status is rw)
+            made.update(t.id for t in op.outputs())
+        results = made - frees
+        if not results or not results <= gone:
+            return False
+        for tid in frees - made:
+            self.memory.release(tid)
+        return True
 
 
 def _run_batched(step: KernelStep, members: list[tuple[list[OperationIr], list[int]]],

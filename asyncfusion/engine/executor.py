@@ -1,16 +1,18 @@
 """The executor: owns a device's memory table and runs its rounds (executor thread only).
 
 A round is every request that arrived since the last one, from any number of tasks:
-drain the streams involved (dead work of ended tasks goes without running), run their
-plans — the equal plans of different streams as one launch per kernel (``batch.py``) —,
-stage the reads, submit all of it as one submission, then copy every read out of one
-shared staging buffer. A failing op poisons only its dependents (``plan.py``); a failing
+drain the streams of its live requests (dead work of ended tasks, and of cancelled reads
+even where their task lives on, goes without running), run their plans — the equal
+plans of different streams as one launch per kernel (``batch.py``) —, stage the reads,
+submit all of it as one submission, then copy every read out of one shared staging
+buffer. A failing op poisons only its dependents (``plan.py``); a failing
 round fails only its own requests.
 """
 
 from __future__ import annotations
 
 import functools
+import gc
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,16 +75,20 @@ class Executor:
         """One round (executor thread): run what ``requests`` need, submit it, and fill
         in each read's ``data`` or ``error``."""
         self.counters.rounds += 1
-        if sync or self.streams.crowded() or any(r.cancelled for r in requests):
+        withdrawn = self._withdraw(requests)
+        if sync or self.streams.crowded() or withdrawn:
             self.counters.queues_scanned += len(self.streams.queues)
             self.streams.reclaim()  # dead work of ended tasks goes without running
         for tid in self.streams.take_freeable():
             self._release(tid)
-        keys = self.streams.keys() if sync else list(
-            dict.fromkeys([r.stream for r in requests] + self.streams.long_queues()))
+        keys = self.streams.keys() if sync else list(dict.fromkeys(
+            [r.stream for r in requests if not r.cancelled] + self.streams.long_queues()))
         for key in keys:
             self.drain(key, batch=True)
-        self.deferred.flush(self._recover)
+        gone = self._gone(requests)
+        self.deferred.flush(self._recover, gone)
+        for tid in gone:
+            self._release(tid)
         reads = [r for r in requests if r.tensor is not None and not r.cancelled]
         tokens: list[tuple[Request, Any]] = []
         for r in reads:
@@ -125,6 +131,37 @@ class Executor:
                 r.error = self._error(f"reading t{r.tensor.id} back failed", exc)
         if any(r.empty_cache for r in requests):
             self.backend.empty_cache()
+
+    def _withdraw(self, requests: list[Request]) -> bool:
+        """The round's cancelled requests let go of their tensors (the server lets go of
+        those cancelled before the round was formed; these were cancelled since), and
+        their streams' dead work goes without running, even where the task lives on;
+        whether any request was cancelled."""
+        keys: list[Hashable] = []
+        late = False
+        for r in requests:
+            if r.cancelled:
+                keys.append(r.stream)
+                if r.tensor is not None:
+                    r.tensor = None
+                    late = True
+        if not keys:
+            return False
+        if late:
+            gc.collect(1)  # a cancelled task's frames may hold its tensors in a cycle
+        self.streams.withdraw(keys)
+        return True
+
+    def _gone(self, requests: list[Request]) -> set[int]:
+        """Readers cancelled while the round drained let go of their tensors: the ids
+        freed since the round began (nothing pending reads them, so the round's waiting
+        segments that make them need not run; they are released once those ran)."""
+        late = False
+        for r in requests:
+            if r.cancelled and r.tensor is not None:
+                r.tensor = None
+                late = True
+        return set(self.streams.take_freeable()) if late else set()
 
     def _error(self, what: str, cause: BaseException) -> ExecutionError:
         """The error a reader gets: DeviceLostError once the GPU is gone, else

@@ -20,7 +20,8 @@ A stream whose task (or thread) has ended is *reclaimed* (:meth:`Streams.reclaim
 by the executor each round, and prompted when many streams pile up): its dead work — ops
 whose outputs nobody holds and nothing pending reads — is removed without running, so
 the host data of its uploads is freed; ops that produce a tensor someone still holds stay
-queued, and a read of that tensor runs them as before.
+queued, and a read of that tensor runs them as before. The stream of a cancelled read is
+*withdrawn* the same way (:meth:`Streams.withdraw`), whether or not its task has ended.
 """
 
 from __future__ import annotations
@@ -319,6 +320,19 @@ class Streams:
                 if q.pruned != self.epoch and _ended(q.owner):
                     removed += self._prune(q)
             self.reclaim_at = max(_RECLAIM_AT, 2 * len(self._queues))
+            return removed
+
+    def withdraw(self, keys: list[Hashable]) -> int:
+        """Remove the dead work of these streams, whose readers were cancelled, even while
+        their tasks live on: what nobody holds and nothing pending reads can never be
+        read again. Returns the number of queued ops removed. Executor side."""
+        with self.lock:
+            self._absorb()
+            removed = 0
+            for key in keys:
+                q = self._queues.get(key)
+                if q is not None and q.pruned != self.epoch:
+                    removed += self._prune(q)
             return removed
 
     def _prune(self, q: StreamQueue) -> int:

@@ -213,8 +213,9 @@ class Server:
 
     @staticmethod
     def _forget_cancelled(batch: list[Request]) -> None:
-        """A cancelled request's reader is gone: let its tensor's drop count now. (A
-        method, not a loop in ``serve``: a loop variable there would keep the last
+        """A cancelled request's reader is gone: let its tensor's drop count now (one
+        cancelled once the round is formed, the executor lets go of as the round starts).
+        (A method, not a loop in ``serve``: a loop variable there would keep the last
         request, and its tensor, alive until the next round.)
 
         A cancelled task's exception often sits in a reference cycle with its frames
