@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, cast, ClassVar
 
 import numpy as np
 
@@ -200,6 +200,8 @@ class ElementwiseOp(OperationIr):
                                                  compare=False, hash=False)
 
     def inputs(self) -> tuple[TensorIr, ...]:
+        if not self.scalars:  # no scalar placeholders: the args are the tensors
+            return cast("tuple[TensorIr, ...]", self.args)
         ins = self._inputs
         if ins is None:
             ins = self._inputs = tuple([a for a in self.args if type(a) is TensorIr])
