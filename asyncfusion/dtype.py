@@ -38,6 +38,8 @@ class DType(enum.Enum):
     uint64 = ("uint64", "U64", np.uint64, 8)
     bool = ("bool", "BOOL", np.bool_, 4)
 
+    __hash__ = object.__hash__  # members are singletons; Enum's own hash runs Python code
+
     def __init__(self, label: str, short: str, np_type: type, itemsize: int) -> None:
         self.label = label
         self.short = short

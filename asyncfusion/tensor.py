@@ -617,10 +617,15 @@ def elementwise(op: str, *args: Any, dtype: DType | None = None) -> Tensor:
     scalars: tuple[Any, ...] = ()
     if len(ids) < len(args):
         if plain:  # the scalars go in as they are: their slots take the placeholder
-            scalars = tuple(irs[p] for p in plain)
             sir = _SCALAR_IR[compute]
-            for p in plain:
+            if len(plain) == 1:
+                p = plain[0]
+                scalars = (irs[p],)
                 irs[p] = sir
+            else:
+                scalars = tuple([irs[p] for p in plain])
+                for p in plain:
+                    irs[p] = sir
         else:
             irs, scalars = _with_scalars(op, args, compute)
     if shape is not first.shape and shape != first.shape:
