@@ -11,7 +11,7 @@ fn af_div_f32(n: f32, d: f32) -> f32 {
 fn af_half(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) - 0x00800000u); }
 fn af_div_f32_4(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> { return vec4<f32>(af_div_f32(a.x, b.x), af_div_f32(a.y, b.y), af_div_f32(a.z, b.z), af_div_f32(a.w, b.w)); }
 fn af_exp_f32(x: f32) -> f32 {
-  if ((bitcast<u32>(x) & 0x7fffffffu) < 0x42ae0000u) {
+  if (abs(x) < 87.0) {
     let t = x * 1.442695 + 12582912.0;
     let k = af_unmagic(t);
     return af_exp_poly((x - k * 0.693359375) - k * -2.12194440e-4)
