@@ -35,17 +35,37 @@ _INF = "bitcast<f32>(0x7f800000u)"
 
 # name -> (WGSL text of the scalar helper(s), arity of the lane-wise f32 helper named name)
 _MATH: dict[str, tuple[str, int]] = {
+    # round(y) for |y| < 2^22 as t - 1.5 2^23, t = y + 1.5 2^23 (rounded: no float-to-int
+    # conversion), whose low bits hold it; the 'or' (a no-op on t's bits) keeps compilers
+    # (lavapipe) from folding (y + 1.5 2^23) - 1.5 2^23 into y.
+    "af_magic": ("""fn af_unmagic(t: f32) -> f32 {
+  return bitcast<f32>(bitcast<u32>(t) | 0x4b000000u) - 12582912.0;
+}
+""", 0),
+    # Where the result is a normal float (|x| < 87), k = round(x / ln2) is read off the bits
+    # of x / ln2 + 1.5 * 2^23 (no float-to-int conversion), which also give 2^k by a shift;
+    # beyond that and for NaN, 2^k in two factors (so 2^-149..2^128 come out right).
+    # (The fast paths' gates are float compares, one instruction: a NaN let in by a compiler
+    # that orders NaN comparisons still comes out NaN.)
     "af_exp": (f"""fn af_exp_f32(x: f32) -> f32 {{
+  if (abs(x) < 87.0) {{
+    let t = x * 1.442695 + 12582912.0;
+    let k = af_unmagic(t);
+    return af_exp_poly((x - k * 0.693359375) - k * -2.12194440e-4)
+      * bitcast<f32>((bitcast<u32>(t) << 23u) + 0x3f800000u);
+  }}
   if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) {{ return x; }}
   if (x > 88.72284) {{ return {_INF}; }}
   if (x < -103.97208) {{ return 0.0; }}
   let k = round(x * 1.442695);
-  let r = (x - k * 0.693359375) - k * -2.12194440e-4;
-  let p = ((((((1.9875691500e-4 * r + 1.3981999507e-3) * r + 8.3334519073e-3) * r
-    + 4.1665795894e-2) * r + 1.6666665459e-1) * r + 5.0000001201e-1) * (r * r) + r) + 1.0;
+  let p = af_exp_poly((x - k * 0.693359375) - k * -2.12194440e-4);
   let k1 = i32(k) / 2;
   let k2 = i32(k) - k1;
   return p * bitcast<f32>(u32(k1 + 127) << 23u) * bitcast<f32>(u32(k2 + 127) << 23u);
+}}
+fn af_exp_poly(r: f32) -> f32 {{
+  return ((((((1.9875691500e-4 * r + 1.3981999507e-3) * r + 8.3334519073e-3) * r
+    + 4.1665795894e-2) * r + 1.6666665459e-1) * r + 5.0000001201e-1) * (r * r) + r) + 1.0;
 }}
 """, 1),
     # log(x) = e*ln2 + log1p(m), m in [sqrt(1/2) - 1, sqrt(2) - 1]; (e, log1p(m)) for finite
@@ -231,12 +251,14 @@ fn af_log_f32(x: f32) -> f32 {{
 }
 fn af_half(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) - 0x00800000u); }
 """, 2),
-    # (r, n mod 4) with |x| = r + n pi/2, |r| <= pi/4. Up to 6433 (n < 2^12), Cody-Waite
-    # with pi/2 as three 12-bit floats and a fourth (each n * piece exact, no fma needed:
-    # WGSL's fma may be unfused), kept when |r| >= 2^-20, where its error is below 2^-27
-    # relative. Otherwise Payne-Hanek: |x| * 2/pi with 128 bits of 2/pi aligned to x's
-    # exponent, whose bits 126..127 are the quadrant and the 64 below the fraction
-    # (normalized, then * pi/2 in two parts).
+    # x = j pi/2 + r, |r| <= pi/4 (a rounding more where j is a near tie). For |x| <= 6433
+    # (|j| < 2^12) Cody-Waite: j read off the bits of x 2/pi + 1.5 2^23 (no conversions),
+    # pi/2 in three 12-bit floats and a fourth (each j * piece exact, no fma needed: WGSL's
+    # fma may be unfused); the floats nearest to multiples of pi/2 up to there come within
+    # 2^-27.8 of them and r keeps a relative error below 2^-23.9. Beyond, and for inf and
+    # NaN, Payne-Hanek on |x|: |x| * 2/pi with 128 bits of 2/pi aligned to x's exponent,
+    # whose bits 126..127 are the quadrant and the 64 below the fraction (normalized, then
+    # * pi/2 in two parts).
     "af_trig": ("""fn af_mul32(a: u32, b: u32) -> vec2<u32> {
   let al = a & 0xffffu;
   let ah = a >> 16u;
@@ -299,51 +321,63 @@ fn af_trig_reduce(x: f32) -> vec2<f32> {
   let r = u * 1.5707964 + (u * -4.371139e-8 + v * 1.5707964);
   return vec2<f32>(select(r, -r, neg), f32(n & 3u));
 }
-fn af_trig_arg(x: f32) -> vec2<f32> {
-  let a = abs(x);
-  if (a <= 0.7853982) { return vec2<f32>(a, 0.0); }
-  if (a <= 6433.0) {
-    let j = round(a * 0.63661975);
-    let r = (((a - j * 1.5703125) - j * 0.0004837513) - j * 7.5495336e-8) - j * 2.563344e-12;
-    if (abs(r) >= 9.536743e-7) { return vec2<f32>(r, f32(u32(j) & 3u)); }
-  }
-  return af_trig_reduce(a);
+fn af_trig_fast(x: f32) -> vec2<f32> {
+  let t = x * 0.63661975 + 12582912.0;
+  let j = af_unmagic(t);
+  let r = (((x - j * 1.5703125) - j * 0.0004837513) - j * 7.5495336e-8) - j * 2.563344e-12;
+  return vec2<f32>(r, t);
 }
-fn af_sin_poly(r: f32) -> f32 {
+fn af_trig_ok(x: f32) -> bool { return abs(x) <= 6433.0; }
+fn af_trig_finite(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) < 0x7f800000u; }
+fn af_sincos(r: f32, n: u32) -> f32 {
   let z = r * r;
-  return ((-1.9515295891e-4 * z + 8.3321608736e-3) * z - 1.6666654611e-1) * z * r + r;
-}
-fn af_cos_poly(r: f32) -> f32 {
-  let z = r * r;
-  return ((2.443315711809948e-5 * z - 1.388731625493765e-3) * z + 4.166664568298827e-2)
+  let s = select(((-1.9515295891e-4 * z + 8.3321608736e-3) * z - 1.6666654611e-1) * z * r + r,
+                 r, z == 0.0);
+  let c = ((2.443315711809948e-5 * z - 1.388731625493765e-3) * z + 4.166664568298827e-2)
     * z * z - 0.5 * z + 1.0;
+  let v = select(s, c, (n & 1u) == 1u);
+  return select(v, -v, (n & 2u) != 0u);
+}
+fn af_tan_reduced(r: f32, n: u32) -> f32 {
+  let z = r * r;
+  let t = (((((9.38540185543e-3 * z + 3.11992232697e-3) * z + 2.44301354525e-2) * z
+    + 5.34112807005e-2) * z + 1.33387994085e-1) * z + 3.33331568548e-1) * z * r + r;
+  let u = select(t, r, z == 0.0);
+  return select(u, -1.0 / u, (n & 1u) == 1u);
 }
 """, 0),
+    # sin(r + n pi/2) with (r, j + 1.5 2^23) from the fast reduction, whose low bits are j
+    # mod 4; else on |x| from Payne-Hanek, the sign put back. (r + r z p(z) is +0 for r = -0:
+    # sin and tan keep r where z is 0.)
     "af_sin": (f"""fn af_sin_f32(x: f32) -> f32 {{
-  if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) {{ return {_NAN}; }}
-  let q = af_trig_arg(x);
-  let n = u32(q.y);
-  var s = select(af_sin_poly(q.x), af_cos_poly(q.x), (n & 1u) == 1u);
-  s = select(s, -s, (n & 2u) != 0u);
+  if (af_trig_ok(x)) {{
+    let q = af_trig_fast(x);
+    return af_sincos(q.x, bitcast<u32>(q.y));
+  }}
+  if (!af_trig_finite(x)) {{ return {_NAN}; }}
+  let q = af_trig_reduce(abs(x));
+  let s = af_sincos(q.x, u32(q.y));
   return select(s, -s, (bitcast<u32>(x) >> 31u) == 1u);
 }}
 """, 1),
     "af_cos": (f"""fn af_cos_f32(x: f32) -> f32 {{
-  if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) {{ return {_NAN}; }}
-  let q = af_trig_arg(x);
-  let n = u32(q.y);
-  let c = select(af_cos_poly(q.x), af_sin_poly(q.x), (n & 1u) == 1u);
-  return select(c, -c, ((n + 1u) & 2u) != 0u);
+  if (af_trig_ok(x)) {{
+    let q = af_trig_fast(x);
+    return af_sincos(q.x, bitcast<u32>(q.y) + 1u);
+  }}
+  if (!af_trig_finite(x)) {{ return {_NAN}; }}
+  let q = af_trig_reduce(abs(x));
+  return af_sincos(q.x, u32(q.y) + 1u);
 }}
 """, 1),
     "af_tan": (f"""fn af_tan_f32(x: f32) -> f32 {{
-  if ((bitcast<u32>(x) & 0x7fffffffu) >= 0x7f800000u) {{ return {_NAN}; }}
-  let q = af_trig_arg(x);
-  let r = q.x;
-  let z = r * r;
-  var t = (((((9.38540185543e-3 * z + 3.11992232697e-3) * z + 2.44301354525e-2) * z
-    + 5.34112807005e-2) * z + 1.33387994085e-1) * z + 3.33331568548e-1) * z * r + r;
-  if ((u32(q.y) & 1u) == 1u) {{ t = -1.0 / t; }}
+  if (af_trig_ok(x)) {{
+    let q = af_trig_fast(x);
+    return af_tan_reduced(q.x, bitcast<u32>(q.y));
+  }}
+  if (!af_trig_finite(x)) {{ return {_NAN}; }}
+  let q = af_trig_reduce(abs(x));
+  let t = af_tan_reduced(q.x, u32(q.y));
   return select(t, -t, (bitcast<u32>(x) >> 31u) == 1u);
 }}
 """, 1),
@@ -387,6 +421,7 @@ fn af_cos_poly(r: f32) -> f32 {
 # Which helpers each one calls (emitted together: WGSL declarations are order-free).
 _NEEDS = {
     "af_log2": ("af_log",), "af_log10": ("af_log",), "af_log1p": ("af_log",),
+    "af_exp": ("af_magic",), "af_trig": ("af_magic",),
     "af_expm1": ("af_exp",), "af_tanh": ("af_expm1", "af_exp"),
     "af_sinh": ("af_expm1", "af_exp", "af_div"), "af_cosh": ("af_exp", "af_div"),
     "af_asinh": ("af_log1p", "af_log"), "af_acosh": ("af_log1p", "af_log"),

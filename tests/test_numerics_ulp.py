@@ -96,3 +96,48 @@ def test_trig_near_multiples_of_half_pi(af_device):
         got = elementwise(name, af.tensor(x)).numpy()
         err = ulp_errors(got, reference(fn, x))
         assert err.max() <= bound, (name, x[err.argmax()], err.max())
+
+
+def _around(*centers: float, steps: int = 8) -> np.ndarray:
+    """Each center and its ``steps`` float32 neighbours on either side, with both signs."""
+    out = []
+    for c in centers:
+        x = np.float32(c)
+        lo = [x := np.nextafter(x, np.float32(-np.inf)) for _ in range(steps)]
+        x = np.float32(c)
+        hi = [x := np.nextafter(x, np.float32(np.inf)) for _ in range(steps)]
+        out += [np.float32(c), *lo, *hi]
+    pos = np.array(out, np.float32)
+    return np.concatenate([pos, -pos])
+
+
+SPECIALS = np.array([0.0, -0.0, np.inf, -np.inf, np.nan], np.float32)
+
+
+@pytest.mark.parametrize("name", ["sin", "cos", "tan"])
+def test_trig_on_both_sides_of_the_fast_path_bound(af_device, name):
+    """The fast reduction ends at |x| = 6433, where the exact one takes over: arguments just
+    inside and just outside it, the floats nearest the multiples of pi/2 there, pi/4 (the
+    polynomials' edge) and the specials keep the bound; sin and tan keep -0."""
+    fn, bound, _ = UNARY[name]
+    k = np.arange(4090, 4106)
+    x = np.concatenate([_around(6433.0, 6433.0 * 2 / np.pi, np.pi / 4, 3 * np.pi / 4),
+                        _around(*(k * (np.pi / 2)), steps=2), SPECIALS])
+    got = elementwise(name, af.tensor(x)).numpy()
+    err = ulp_errors(got, reference(fn, x))
+    assert err.max() <= bound, (name, x[err.argmax()], err.max())
+    zeros = x == 0
+    assert np.array_equal(np.signbit(got[zeros]), np.signbit(reference(fn, x)[zeros])), got[zeros]
+
+
+def test_exp_on_both_sides_of_the_fast_path_bound(af_device):
+    """The fast exp ends at |x| = 87 (2^k scaled in one step); past it, up to overflow at
+    88.72 and down through the subnormal results to 0 at -103.97, and on the specials, the
+    exact path keeps its results."""
+    x = np.concatenate([_around(87.0, 86.5, 88.72283, 87.33654, 103.97207, steps=6),
+                        SPECIALS, np.float32([88.8, -104.0, 1e30, -1e30])])
+    got = elementwise("exp", af.tensor(x)).numpy()
+    err = ulp_errors(got, reference(np.exp, x))
+    assert err.max() <= UNARY["exp"][1], (x[err.argmax()], err.max())
+    assert got[x == np.inf].tolist() == [np.inf] and got[x == -np.inf].tolist() == [0.0]
+    assert np.isnan(got[np.isnan(x)]).all() and (got[x == 0] == 1.0).all()
