@@ -22,7 +22,7 @@ from asyncfusion.backends.wgpu import backend
 from asyncfusion.backends.wgpu.backend import row_slots, row_words, threads_per_row
 from asyncfusion.backends.wgpu.render import RowWords, render
 from asyncfusion.kernel import Kernel, LaunchArgs
-from tests.test_fusion import kernels
+from tests.test_fusion import _golden, kernels
 
 OPS = ("sum", "mean", "prod", "max", "min", "argmax", "argmin", "any", "all")
 
@@ -173,3 +173,14 @@ async def test_softmax_and_scoring_over_word_rows_equal_numpy(dev, variants):
     np.testing.assert_allclose(score, np.exp(-((x[:, 4:] - q) ** 2).sum(1) / 256), rtol=2e-5)
     assert variants == [RowWords(frozenset({0}), frozenset({0})),
                         RowWords(frozenset({0, 1}), frozenset())]
+
+
+@pytest.mark.parametrize("case", ["reduce_score_words", "softmax_words"])
+def test_generated_wgsl_of_word_rows_matches_golden(case):
+    if case == "reduce_score_words":  # read again each pass (one here), a tree per row
+        k = _kernel(lambda x, q: (-((x - q) ** 2).sum(1)).exp())
+        text = render(k, 256, False, 0, RowWords(frozenset({0, 1}), frozenset()))
+    else:  # held in vec4 registers, 4 words a thread; subgroup shuffles; stored in words
+        k = _kernel(lambda x, q: af.softmax(x))
+        text = render(k, 256, True, 4, RowWords(frozenset({0}), frozenset({0})))
+    _golden(case, text)
