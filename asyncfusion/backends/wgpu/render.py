@@ -8,7 +8,10 @@ give each output row ``tpr`` threads of a workgroup and run their phases in turn
 :mod:`asyncfusion.kernel.rows`): a pass over the row folding in registers, the partials
 combined by subgroup shuffles or a tree in workgroup memory, the row values (OUT) and
 their stores, then the next phase's pass — over values held in registers since the
-first pass, or over the row read again.
+first pass, or over the row read again. A thread keeps several loads of a row in flight:
+a pass that reads the row again takes ``UNROLL`` of its positions per loop trip, a held
+pass loads all its positions before working on them; where a launch's rows allow it
+(:class:`RowWords`), a position is a ``vec4`` word of four elements.
 """
 
 from __future__ import annotations
@@ -91,6 +94,7 @@ class _Writer:
         self.written = {st.inplace for st in kernel.stores if st.inplace is not None}
         self.folded = [d for d, r in enumerate(kernel.reduced) if r]
         self.bases: set[int] = set()  # loads whose per-row index part b{i} is in scope
+        self.held_pass = False  # rendering a held pass: its loads were prefetched
 
     def emit(self, line: str, depth: int = 1) -> None:
         self.lines.append("  " * depth + line)
@@ -377,13 +381,18 @@ class _Writer:
         self._row_values(ph.rows, kept, 2)
         folded = self.folded
         self.v4 = self.row_words is not None
+        self.held_pass = slots > 0
         pos, count = ("w", "n_w") if self.v4 else ("r", "n_red")
-        if slots:
-            self.emit(f"for (var j = 0u; j < {slots}u; j = j + 1u) {{", 2)
-            self.emit(f"let {pos} = lane + j * tpr;", 3)
-            self.emit(f"if ({pos} >= {count}) {{ break; }}", 3)
-            self._element(ph, folded, 3)
-            self.emit("}", 2)
+        if slots:  # the pass's loads first, all in flight at once; then its work
+            for i in ph.loads:
+                t = Ty(k.loads[i].dtype, self.v4).t
+                self.emit(f"var l_a{i}: array<{t}, {slots}>;", 2)
+            for work in ((self._prefetch,) if ph.loads else ()) + (self._element,):
+                self.emit(f"for (var j = 0u; j < {slots}u; j = j + 1u) {{", 2)
+                self.emit(f"let {pos} = lane + j * tpr;", 3)
+                self.emit(f"if ({pos} >= {count}) {{ break; }}", 3)
+                work(ph, folded, 3)
+                self.emit("}", 2)
         else:
             self._row_loop(2, pos, count, lambda depth: self._element(ph, folded, depth))
         self.v4 = False
@@ -394,13 +403,14 @@ class _Writer:
         of vec4 position ``w``, from ``r``, where the launch reads the row in words)."""
         k = self.k
         words = self.row_words
-        if words is not None:
-            self.emit("let r = w * 4u;", depth)
-        self.coords(folded, "r", depth)
+        self._position(folded, depth)
         for a in ph.held:
             self.emit(f"let {self.name(a)} = h_{self.name(a)}[j];", depth)
         for i in ph.loads:
-            self.load(i, depth, range(k.rank))
+            if self.held_pass:
+                self.emit(f"let a{i} = l_a{i}[j];", depth)
+            else:
+                self.load(i, depth, range(k.rank))
         for j in ph.instrs:
             self.instr(j, depth)
         for j in ph.stores:
@@ -430,6 +440,19 @@ class _Writer:
             else:  # the word's four lanes, in order
                 for m, c in enumerate("xyzw"):
                     self._fold_pair(red, acc, (f"x.{c}", f"r + {m}u" if m else "r"), depth)
+
+    def _position(self, folded: list[int], depth: int) -> None:
+        """``r`` (from vec4 position ``w`` where the launch reads words) and its ``c{d}``."""
+        if self.row_words is not None:
+            self.emit("let r = w * 4u;", depth)
+        self.coords(folded, "r", depth)
+
+    def _prefetch(self, ph: Phase, folded: list[int], depth: int) -> None:
+        """The loads of held pass ``ph`` at slot ``j``, into ``l_a{i}[j]``."""
+        self._position(folded, depth)
+        for i in ph.loads:
+            self.load(i, depth, range(self.k.rank))
+            self.emit(f"l_a{i}[j] = a{i};", depth)
 
     def _row_values(self, rows: RowValues, kept: list[int], depth: int) -> None:
         """The reductions' results, per-row loads and ``OUT`` work ``rows`` names, in the
