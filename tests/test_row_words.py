@@ -184,3 +184,17 @@ def test_generated_wgsl_of_word_rows_matches_golden(case):
         k = _kernel(lambda x, q: af.softmax(x))
         text = render(k, 256, True, 4, RowWords(frozenset({0}), frozenset({0})))
     _golden(case, text)
+
+
+async def test_rows_folded_over_several_axes_or_along_a_transposed_one_equal_numpy(
+        dev, variants):
+    """Words along the last folded dimension, whichever it is; the other folded ones
+    step over whole words."""
+    b = np.random.default_rng(5).integers(-9, 10, (3, 5, 8)).astype(np.float32)
+    t = af.tensor(b, device=dev)
+    cases = [(t.sum((0, 2)), b.sum((0, 2)), True), (t.max((0, 1)), b.max((0, 1)), False),
+             (t.permute(2, 1, 0).sum(0), b.transpose(2, 1, 0).sum(0), True),
+             (t.argmax(0), b.argmax(0), False)]
+    for got, want, _ in cases:
+        np.testing.assert_array_equal(await got.to_data(), want)
+    assert [v is not None for v in variants] == [words for *_, words in cases]

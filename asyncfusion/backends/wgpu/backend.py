@@ -102,7 +102,9 @@ def row_words(kernel: Kernel, args: LaunchArgs) -> RowWords | None:
     arange, 32 bits or less) and at least one of them contiguous along it and aligned
     to 4 elements in every row (that one is read a word at a time)."""
     shape = args.shape
-    last = max(d for d, r in enumerate(kernel.reduced) if r)
+    last = max((d for d, r in enumerate(kernel.reduced) if r), default=None)
+    if last is None:
+        return None
     wide = any(d.itemsize == 8 for ins in kernel.body for d in (ins.compute, ins.out))
     wide |= any(d.itemsize == 8 for red in kernel.reduces for d in (red.src, red.acc))
     if shape[last] % 4 or wide or any(ld.dtype.itemsize == 8 for ld in kernel.loads):
