@@ -26,9 +26,49 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var q_row = row;
     let c0 = q_row;
     let b0 = bitcast<i32>(params.w[1][2]) + i32(c0) * bitcast<i32>(params.w[1][3]);
-    for (var r0 = lane; r0 < n_red; r0 = r0 + tpr * 1024u) {
-      let r1 = min(n_red, r0 + tpr * 1024u);
-      for (var r = r0; r < r1; r = r + tpr) {
+    for (var p0 = lane; p0 < n_red; p0 = p0 + tpr * 1024u) {
+      let p1 = min(n_red, p0 + tpr * 1024u);
+      var p = p0;
+      for (; p + 3u * tpr < p1; p = p + 4u * tpr) {
+        {
+          let r = p;
+          var q_r = r;
+          let c1 = q_r;
+          let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0]))];
+          let v0 = (a0 * bitcast<f32>(params.w[2][1]));
+          let x = v0;
+          if (af_better(x, r, acc, acc_i)) { acc = x; acc_i = r; }
+        }
+        {
+          let r = p + 1u * tpr;
+          var q_r = r;
+          let c1 = q_r;
+          let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0]))];
+          let v0 = (a0 * bitcast<f32>(params.w[2][1]));
+          let x = v0;
+          if (af_better(x, r, acc, acc_i)) { acc = x; acc_i = r; }
+        }
+        {
+          let r = p + 2u * tpr;
+          var q_r = r;
+          let c1 = q_r;
+          let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0]))];
+          let v0 = (a0 * bitcast<f32>(params.w[2][1]));
+          let x = v0;
+          if (af_better(x, r, acc, acc_i)) { acc = x; acc_i = r; }
+        }
+        {
+          let r = p + 3u * tpr;
+          var q_r = r;
+          let c1 = q_r;
+          let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0]))];
+          let v0 = (a0 * bitcast<f32>(params.w[2][1]));
+          let x = v0;
+          if (af_better(x, r, acc, acc_i)) { acc = x; acc_i = r; }
+        }
+      }
+      for (; p < p1; p = p + tpr) {
+        let r = p;
         var q_r = r;
         let c1 = q_r;
         let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0]))];

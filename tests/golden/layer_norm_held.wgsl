@@ -29,12 +29,21 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var q_row = row;
     let c0 = q_row;
     let b0 = bitcast<i32>(params.w[1][2]) + i32(c0) * bitcast<i32>(params.w[1][3]);
+    var l_a0: array<f32, 2>;
     for (var j = 0u; j < 2u; j = j + 1u) {
       let r = lane + j * tpr;
       if (r >= n_red) { break; }
       var q_r = r;
       let c1 = q_r;
       let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0]))];
+      l_a0[j] = a0;
+    }
+    for (var j = 0u; j < 2u; j = j + 1u) {
+      let r = lane + j * tpr;
+      if (r >= n_red) { break; }
+      var q_r = r;
+      let c1 = q_r;
+      let a0 = l_a0[j];
       h_a0[j] = a0;
       let x = a0;
       acc = (acc + x);
@@ -86,14 +95,26 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let v3 = af_div_f32(res1, bitcast<f32>(params.w[4][3]));
     let v4 = select((v3 + bitcast<f32>(params.w[5][0])), f32(bitcast<f32>(0x7fc00000u)), ((bitcast<u32>(v3) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(bitcast<f32>(params.w[5][0])) & 0x7fffffffu) > 0x7f800000u) | (((bitcast<u32>(v3) & u32(0x7fffffffu)) == u32(0x7f800000u)) & (bitcast<u32>(v3) == (bitcast<u32>(bitcast<f32>(params.w[5][0])) ^ u32(0x80000000u)))));
     let v5 = (f32(1.0) / sqrt(v4));
+    var l_a1: array<f32, 2>;
+    var l_a2: array<f32, 2>;
+    for (var j = 0u; j < 2u; j = j + 1u) {
+      let r = lane + j * tpr;
+      if (r >= n_red) { break; }
+      var q_r = r;
+      let c1 = q_r;
+      let a1 = in1[u32(b1 + i32(c1) * bitcast<i32>(params.w[2][3]))];
+      l_a1[j] = a1;
+      let a2 = in2[u32(b2 + i32(c1) * bitcast<i32>(params.w[3][2]))];
+      l_a2[j] = a2;
+    }
     for (var j = 0u; j < 2u; j = j + 1u) {
       let r = lane + j * tpr;
       if (r >= n_red) { break; }
       var q_r = r;
       let c1 = q_r;
       let v1 = h_v1[j];
-      let a1 = in1[u32(b1 + i32(c1) * bitcast<i32>(params.w[2][3]))];
-      let a2 = in2[u32(b2 + i32(c1) * bitcast<i32>(params.w[3][2]))];
+      let a1 = l_a1[j];
+      let a2 = l_a2[j];
       let v6 = (v1 * v5);
       let v7 = (v6 * a1);
       let v8 = select((v7 + a2), f32(bitcast<f32>(0x7fc00000u)), ((bitcast<u32>(v7) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(a2) & 0x7fffffffu) > 0x7f800000u) | (((bitcast<u32>(v7) & u32(0x7fffffffu)) == u32(0x7f800000u)) & (bitcast<u32>(v7) == (bitcast<u32>(a2) ^ u32(0x80000000u)))));

@@ -50,9 +50,45 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var q_row = row;
     let c0 = q_row;
     let b0 = bitcast<i32>(params.w[1][2]) + i32(c0) * bitcast<i32>(params.w[1][3]);
-    for (var r0 = lane; r0 < n_red; r0 = r0 + tpr * 1024u) {
-      let r1 = min(n_red, r0 + tpr * 1024u);
-      for (var r = r0; r < r1; r = r + tpr) {
+    for (var p0 = lane; p0 < n_red; p0 = p0 + tpr * 1024u) {
+      let p1 = min(n_red, p0 + tpr * 1024u);
+      var p = p0;
+      for (; p + 3u * tpr < p1; p = p + 4u * tpr) {
+        {
+          let r = p;
+          var q_r = r;
+          let c1 = q_r;
+          let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0]))];
+          let x = a0;
+          acc = select(max(acc, x), acc + x, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u));
+        }
+        {
+          let r = p + 1u * tpr;
+          var q_r = r;
+          let c1 = q_r;
+          let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0]))];
+          let x = a0;
+          acc = select(max(acc, x), acc + x, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u));
+        }
+        {
+          let r = p + 2u * tpr;
+          var q_r = r;
+          let c1 = q_r;
+          let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0]))];
+          let x = a0;
+          acc = select(max(acc, x), acc + x, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u));
+        }
+        {
+          let r = p + 3u * tpr;
+          var q_r = r;
+          let c1 = q_r;
+          let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0]))];
+          let x = a0;
+          acc = select(max(acc, x), acc + x, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u));
+        }
+      }
+      for (; p < p1; p = p + tpr) {
+        let r = p;
         var q_r = r;
         let c1 = q_r;
         let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0]))];
@@ -76,9 +112,53 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let c0 = q_row;
     let b0 = bitcast<i32>(params.w[1][2]) + i32(c0) * bitcast<i32>(params.w[1][3]);
     let res = red_v[first];
-    for (var r0 = lane; r0 < n_red; r0 = r0 + tpr * 1024u) {
-      let r1 = min(n_red, r0 + tpr * 1024u);
-      for (var r = r0; r < r1; r = r + tpr) {
+    for (var p0 = lane; p0 < n_red; p0 = p0 + tpr * 1024u) {
+      let p1 = min(n_red, p0 + tpr * 1024u);
+      var p = p0;
+      for (; p + 3u * tpr < p1; p = p + 4u * tpr) {
+        {
+          let r = p;
+          var q_r = r;
+          let c1 = q_r;
+          let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0]))];
+          let v0 = select((a0 - res), f32(bitcast<f32>(0x7fc00000u)), ((bitcast<u32>(a0) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(res) & 0x7fffffffu) > 0x7f800000u) | (((bitcast<u32>(a0) & u32(0x7fffffffu)) == u32(0x7f800000u)) & (bitcast<u32>(a0) == (bitcast<u32>(res) ^ u32(0u)))));
+          let v1 = af_exp_f32(v0);
+          let x = v1;
+          acc1 = (acc1 + x);
+        }
+        {
+          let r = p + 1u * tpr;
+          var q_r = r;
+          let c1 = q_r;
+          let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0]))];
+          let v0 = select((a0 - res), f32(bitcast<f32>(0x7fc00000u)), ((bitcast<u32>(a0) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(res) & 0x7fffffffu) > 0x7f800000u) | (((bitcast<u32>(a0) & u32(0x7fffffffu)) == u32(0x7f800000u)) & (bitcast<u32>(a0) == (bitcast<u32>(res) ^ u32(0u)))));
+          let v1 = af_exp_f32(v0);
+          let x = v1;
+          acc1 = (acc1 + x);
+        }
+        {
+          let r = p + 2u * tpr;
+          var q_r = r;
+          let c1 = q_r;
+          let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0]))];
+          let v0 = select((a0 - res), f32(bitcast<f32>(0x7fc00000u)), ((bitcast<u32>(a0) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(res) & 0x7fffffffu) > 0x7f800000u) | (((bitcast<u32>(a0) & u32(0x7fffffffu)) == u32(0x7f800000u)) & (bitcast<u32>(a0) == (bitcast<u32>(res) ^ u32(0u)))));
+          let v1 = af_exp_f32(v0);
+          let x = v1;
+          acc1 = (acc1 + x);
+        }
+        {
+          let r = p + 3u * tpr;
+          var q_r = r;
+          let c1 = q_r;
+          let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0]))];
+          let v0 = select((a0 - res), f32(bitcast<f32>(0x7fc00000u)), ((bitcast<u32>(a0) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(res) & 0x7fffffffu) > 0x7f800000u) | (((bitcast<u32>(a0) & u32(0x7fffffffu)) == u32(0x7f800000u)) & (bitcast<u32>(a0) == (bitcast<u32>(res) ^ u32(0u)))));
+          let v1 = af_exp_f32(v0);
+          let x = v1;
+          acc1 = (acc1 + x);
+        }
+      }
+      for (; p < p1; p = p + tpr) {
+        let r = p;
         var q_r = r;
         let c1 = q_r;
         let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0]))];
@@ -104,9 +184,53 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let b0 = bitcast<i32>(params.w[1][2]) + i32(c0) * bitcast<i32>(params.w[1][3]);
     let res = red_v[first];
     let res1 = red_v1[first1];
-    for (var r0 = lane; r0 < n_red; r0 = r0 + tpr * 1024u) {
-      let r1 = min(n_red, r0 + tpr * 1024u);
-      for (var r = r0; r < r1; r = r + tpr) {
+    for (var p0 = lane; p0 < n_red; p0 = p0 + tpr * 1024u) {
+      let p1 = min(n_red, p0 + tpr * 1024u);
+      var p = p0;
+      for (; p + 3u * tpr < p1; p = p + 4u * tpr) {
+        {
+          let r = p;
+          var q_r = r;
+          let c1 = q_r;
+          let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0]))];
+          let v0 = select((a0 - res), f32(bitcast<f32>(0x7fc00000u)), ((bitcast<u32>(a0) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(res) & 0x7fffffffu) > 0x7f800000u) | (((bitcast<u32>(a0) & u32(0x7fffffffu)) == u32(0x7f800000u)) & (bitcast<u32>(a0) == (bitcast<u32>(res) ^ u32(0u)))));
+          let v1 = af_exp_f32(v0);
+          let v2 = af_div_f32(v1, res1);
+          out0[u32(bitcast<i32>(params.w[2][1]) + i32(c0) * bitcast<i32>(params.w[2][2]) + i32(c1) * bitcast<i32>(params.w[2][3]))] = v2;
+        }
+        {
+          let r = p + 1u * tpr;
+          var q_r = r;
+          let c1 = q_r;
+          let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0]))];
+          let v0 = select((a0 - res), f32(bitcast<f32>(0x7fc00000u)), ((bitcast<u32>(a0) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(res) & 0x7fffffffu) > 0x7f800000u) | (((bitcast<u32>(a0) & u32(0x7fffffffu)) == u32(0x7f800000u)) & (bitcast<u32>(a0) == (bitcast<u32>(res) ^ u32(0u)))));
+          let v1 = af_exp_f32(v0);
+          let v2 = af_div_f32(v1, res1);
+          out0[u32(bitcast<i32>(params.w[2][1]) + i32(c0) * bitcast<i32>(params.w[2][2]) + i32(c1) * bitcast<i32>(params.w[2][3]))] = v2;
+        }
+        {
+          let r = p + 2u * tpr;
+          var q_r = r;
+          let c1 = q_r;
+          let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0]))];
+          let v0 = select((a0 - res), f32(bitcast<f32>(0x7fc00000u)), ((bitcast<u32>(a0) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(res) & 0x7fffffffu) > 0x7f800000u) | (((bitcast<u32>(a0) & u32(0x7fffffffu)) == u32(0x7f800000u)) & (bitcast<u32>(a0) == (bitcast<u32>(res) ^ u32(0u)))));
+          let v1 = af_exp_f32(v0);
+          let v2 = af_div_f32(v1, res1);
+          out0[u32(bitcast<i32>(params.w[2][1]) + i32(c0) * bitcast<i32>(params.w[2][2]) + i32(c1) * bitcast<i32>(params.w[2][3]))] = v2;
+        }
+        {
+          let r = p + 3u * tpr;
+          var q_r = r;
+          let c1 = q_r;
+          let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0]))];
+          let v0 = select((a0 - res), f32(bitcast<f32>(0x7fc00000u)), ((bitcast<u32>(a0) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(res) & 0x7fffffffu) > 0x7f800000u) | (((bitcast<u32>(a0) & u32(0x7fffffffu)) == u32(0x7f800000u)) & (bitcast<u32>(a0) == (bitcast<u32>(res) ^ u32(0u)))));
+          let v1 = af_exp_f32(v0);
+          let v2 = af_div_f32(v1, res1);
+          out0[u32(bitcast<i32>(params.w[2][1]) + i32(c0) * bitcast<i32>(params.w[2][2]) + i32(c1) * bitcast<i32>(params.w[2][3]))] = v2;
+        }
+      }
+      for (; p < p1; p = p + tpr) {
+        let r = p;
         var q_r = r;
         let c1 = q_r;
         let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0]))];

@@ -51,12 +51,21 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var q_row = row;
     let c0 = q_row;
     let b0 = bitcast<i32>(params.w[1][2]) + i32(c0) * bitcast<i32>(params.w[1][3]);
+    var l_a0: array<f32, 4>;
     for (var j = 0u; j < 4u; j = j + 1u) {
       let r = lane + j * tpr;
       if (r >= n_red) { break; }
       var q_r = r;
       let c1 = q_r;
       let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0]))];
+      l_a0[j] = a0;
+    }
+    for (var j = 0u; j < 4u; j = j + 1u) {
+      let r = lane + j * tpr;
+      if (r >= n_red) { break; }
+      var q_r = r;
+      let c1 = q_r;
+      let a0 = l_a0[j];
       h_a0[j] = a0;
       let x = a0;
       acc = select(max(acc, x), acc + x, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u));

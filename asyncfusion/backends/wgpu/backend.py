@@ -3,8 +3,10 @@
 Kernels are rendered to WGSL once per distinct kernel (an LRU keyed by the kernel IR)
 and compiled once per WGSL text by the runtime. Reduction kernels pick their threads per
 output row from the launch's sizes: rows of a few elements share a workgroup, long rows
-get a whole one; a kernel of several passes over each row holds the row in registers
-between them where it fits (:func:`row_slots`), else reads it again. Matmul kernels pick their tiles from the output's size and the adapter's
+get a whole one; where the rows are contiguous, a multiple of 4 long and aligned, they
+are read in vec4 words (:func:`row_words`); a kernel of several passes over each row
+holds the row in registers between them where it fits (:func:`row_slots`), else reads
+it again. Matmul kernels pick their tiles from the output's size and the adapter's
 limits (:func:`matmul_tiles`): one workgroup per output tile.
 """
 
@@ -20,17 +22,20 @@ import numpy as np
 from ..._debug import assert_off_loop
 from ...dtype import NEEDS, DType, to_storage
 from ...ir import Layout, numel
-from ...kernel import Kernel, LaunchArgs
+from ...kernel import Kernel, LaunchArgs, Level
 from ...kernel.rows import held_bytes
 from ...trace import Counters
 from ..base import MemoryStats, host_view
 from ..faults import FaultInjector
 from .memory import STAGING_CACHE, BufferPool
 from .matmul_render import MatmulTiles, render_matmul, with_layout
-from .render import param_words, render
+from .render import RowWords, param_words, render
 from .runtime import Buffer, Runtime, detach, get_runtime
 
 __all__ = ["WgpuBackend"]
+
+# How one kernel renders: a matmul's tiles, or a reduction's held slots and vec4 words.
+_Variant = MatmulTiles | tuple[int, RowWords | None]
 
 _MAX_KERNELS = 1024
 
@@ -62,12 +67,13 @@ _PER_THREAD = 16  # elements each thread of a reduction folds, where rows are ma
 _FILL = 1 << 17  # threads that keep a large GPU busy
 
 
-def threads_per_row(n_out: int, n_red: int, workgroup: int) -> int:
-    """Threads per row of a reduction (a power of two up to the workgroup): enough that
-    each folds about 16 elements, more while the whole launch would be too few threads
-    to fill the GPU (a handful of long rows gets whole workgroups)."""
+def threads_per_row(n_out: int, n_red: int, workgroup: int, lanes: int = 1) -> int:
+    """Threads per row of a reduction (a power of two up to the workgroup) whose rows
+    are ``n_red`` positions of ``lanes`` elements: enough that each folds about 16
+    elements, more while the whole launch would be too few threads to fill the GPU (a
+    handful of long rows gets whole workgroups)."""
     longest = min(workgroup, _pow2_at_least(n_red))
-    tpr = min(longest, _pow2_at_least(-(-n_red // _PER_THREAD)))
+    tpr = min(longest, _pow2_at_least(-(-n_red * lanes // _PER_THREAD)))
     while tpr < longest and n_out * tpr < _FILL:
         tpr *= 2
     return tpr
@@ -79,15 +85,53 @@ _SLOTS = 32
 _HELD_BYTES = 256
 
 
-def row_slots(kernel: Kernel, n_red: int, tpr: int) -> int:
-    """Elements of a row each thread holds between a reduction kernel's passes (a power
-    of two), or 0: the kernel has one pass, or the row does not fit in registers and each
-    pass reads it again."""
-    held = held_bytes(kernel)
+def row_slots(kernel: Kernel, n_red: int, tpr: int, lanes: int = 1) -> int:
+    """Positions (of ``lanes`` elements) of a row each thread holds between a reduction
+    kernel's passes (a power of two), or 0: the kernel has one pass, or the row does not
+    fit in registers and each pass reads it again."""
+    held = held_bytes(kernel) * lanes
     if not held:
         return 0
     slots = _pow2_at_least(-(-n_red // tpr))
-    return slots if slots <= _SLOTS and slots * held <= _HELD_BYTES else 0
+    return slots if slots * lanes <= _SLOTS and slots * held <= _HELD_BYTES else 0
+
+
+def row_words(kernel: Kernel, args: LaunchArgs) -> RowWords | None:
+    """How a reduction launch reads its rows in vec4 words, or None: the last folded
+    dimension must be a multiple of 4 long, the element loads plain (no gather, no
+    arange, 32 bits or less) and at least one of them contiguous along it and aligned
+    to 4 elements in every row (that one is read a word at a time)."""
+    shape = args.shape
+    last = max((d for d, r in enumerate(kernel.reduced) if r), default=None)
+    if last is None:
+        return None
+    wide = any(d.itemsize == 8 for ins in kernel.body for d in (ins.compute, ins.out))
+    wide |= any(d.itemsize == 8 for red in kernel.reduces for d in (red.src, red.acc))
+    if shape[last] % 4 or wide or any(ld.dtype.itemsize == 8 for ld in kernel.loads):
+        return None
+    written = {st.inplace for st in kernel.stores}
+    maps = iter(args.maps)
+
+    def aligned(level: Level, dense: bool) -> bool | None:
+        """Is the next element access's map word-aligned (None: a per-row or dense one)?"""
+        if dense:
+            return None
+        offset, strides = next(maps)
+        if level is Level.OUT:
+            return None
+        return strides[last] == 1 and offset % 4 == 0 and all(
+            s % 4 == 0 for d, s in enumerate(strides) if d != last and shape[d] > 1)
+
+    loads: set[int] = set()
+    for i, ld in enumerate(kernel.loads):
+        ok = aligned(ld.level, ld.dense)
+        if ld.level is not Level.OUT and (ld.dense or ld.gather is not None or
+                                          ld.iota is not None):
+            return None
+        if ok and i not in written:
+            loads.add(i)
+    stores = {j for j, st in enumerate(kernel.stores) if aligned(st.level, st.dense)}
+    return RowWords(frozenset(loads), frozenset(stores)) if loads else None
 
 
 def _pow2_at_least(n: int) -> int:
@@ -118,8 +162,8 @@ class WgpuBackend:
                                   min(cache_bytes, STAGING_CACHE))
         self.batch = self.rt.new_batch()
         self._reads: list[_Read] = []  # staged, copied at the next flush
-        # (kernel, its matmul tiles or its reduction's slots) -> WGSL
-        self._kernels: OrderedDict[tuple[Kernel, MatmulTiles | int], str] = OrderedDict()
+        # (kernel, its matmul tiles or its reduction's slots and words) -> WGSL
+        self._kernels: OrderedDict[tuple[Kernel, _Variant], str] = OrderedDict()
         self.gpu = self.rt.adapter_info.get("adapter_type") != "CPU"
         self.limits = dict(self.rt.device.limits)
         self.subgroups = self.rt.subgroups  # reductions combine rows with subgroup shuffles
@@ -163,13 +207,13 @@ class WgpuBackend:
                      dst.offset + dst_offset)
 
     # -- kernels -------------------------------------------------------------------------
-    def _wgsl(self, kernel: Kernel, variant: MatmulTiles | int = 0) -> str:
+    def _wgsl(self, kernel: Kernel, variant: _Variant = (0, None)) -> str:
         key = (kernel, variant)
         text = self._kernels.get(key)
         if text is None:
             text = self._kernels[key] = (
-                render(kernel, self.rt.workgroup, self.subgroups, variant)
-                if isinstance(variant, int) else render_matmul(kernel, variant))
+                render_matmul(kernel, variant) if isinstance(variant, MatmulTiles)
+                else render(kernel, self.rt.workgroup, self.subgroups, *variant))
             self.counters.kernels_generated += 1
             if len(self._kernels) > _MAX_KERNELS:
                 self._kernels.popitem(last=False)
@@ -182,7 +226,7 @@ class WgpuBackend:
         self.rt.check_alive()
         n = numel(args.shape)
         wg = self.rt.workgroup
-        variant: MatmulTiles | int = 0
+        variant: _Variant = (0, None)
         if kernel.matmul:
             *batch, m, n_, _ = args.shape
             variant = tiles = with_layout(matmul_tiles(m, n_, self.limits, self.gpu,
@@ -191,8 +235,10 @@ class WgpuBackend:
             n_out = numel(tuple(s for s, r in zip(args.shape, kernel.reduced, strict=True)
                                 if not r))
             n_red = n // n_out if n_out else 0
-            tpr = threads_per_row(n_out, n_red, wg)
-            variant = row_slots(kernel, n_red, tpr)
+            vec = row_words(kernel, args) if n_red else None
+            lanes = 1 if vec is None else 4
+            tpr = threads_per_row(n_out, n_red // lanes, wg, lanes)
+            variant = (row_slots(kernel, n_red // lanes, tpr, lanes), vec)
         wgsl = self._wgsl(kernel, variant)
         self.faults.check("launch", kernel.names)
         if kernel.matmul:

@@ -8,12 +8,16 @@ give each output row ``tpr`` threads of a workgroup and run their phases in turn
 :mod:`asyncfusion.kernel.rows`): a pass over the row folding in registers, the partials
 combined by subgroup shuffles or a tree in workgroup memory, the row values (OUT) and
 their stores, then the next phase's pass — over values held in registers since the
-first pass, or over the row read again.
+first pass, or over the row read again. A thread keeps several loads of a row in flight:
+a pass that reads the row again takes ``UNROLL`` of its positions per loop trip, a held
+pass loads all its positions before working on them; where a launch's rows allow it
+(:class:`RowWords`), a position is a ``vec4`` word of four elements.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -23,10 +27,23 @@ from ...kernel.rows import Phase, RowValues, row_phases
 from ...primitives import (HELPERS, HELPERS_F64, HELPERS_WIDE, PRIMITIVES, REDUCTIONS,
                            STORAGE_TYPE, WGSL_TYPE, Ty, convert, isnan)
 
-__all__ = ["render", "enables", "param_words", "param", "HEAD_WORDS", "INNER_STEPS"]
+__all__ = ["render", "enables", "param_words", "param", "RowWords", "HEAD_WORDS",
+           "INNER_STEPS", "UNROLL"]
 
 HEAD_WORDS = 4  # n, n_red, threads per row, rows per workgroup
 INNER_STEPS = 1024  # lavapipe stops loops at 65,535 iterations: nest them
+UNROLL = 4  # positions of a row a thread reads at once in a pass that reads it again
+
+
+@dataclass(frozen=True, slots=True)
+class RowWords:
+    """A reduction launch whose passes take a row four elements at a time (one ``vec4``
+    word: the row's last folded dimension is a multiple of 4 long). The element loads
+    and stores in ``loads`` and ``stores`` are contiguous and aligned along it: bound as
+    ``vec4`` words, one access each; the others take four scalar accesses."""
+
+    loads: frozenset[int]
+    stores: frozenset[int]
 
 
 def param(word: int) -> str:
@@ -51,8 +68,12 @@ def param_words(kernel: Kernel, args: LaunchArgs, head: tuple[int, int, int, int
 
 class _Writer:
     def __init__(self, kernel: Kernel, workgroup: int, subgroups: bool,
-                 vec_loads: frozenset[int] = frozenset()) -> None:
+                 vec_loads: frozenset[int] = frozenset(), words: RowWords | None = None
+                 ) -> None:
         self.k = kernel
+        self.row_words = words
+        if words is not None:
+            vec_loads = vec_loads | words.loads
         self.vec_loads = vec_loads  # loads bound as vec4 words whatever the kernel's vec4
         self.wg = workgroup
         self.subgroups = subgroups
@@ -73,6 +94,7 @@ class _Writer:
         self.written = {st.inplace for st in kernel.stores if st.inplace is not None}
         self.folded = [d for d, r in enumerate(kernel.reduced) if r]
         self.bases: set[int] = set()  # loads whose per-row index part b{i} is in scope
+        self.held_pass = False  # rendering a held pass: its loads were prefetched
 
     def emit(self, line: str, depth: int = 1) -> None:
         self.lines.append("  " * depth + line)
@@ -97,7 +119,7 @@ class _Writer:
             if st.inplace is not None:
                 continue
             t = STORAGE_TYPE[st.dtype]
-            if self.v4:
+            if self.v4 or (self.row_words is not None and j in self.row_words.stores):
                 t = f"vec4<{t}>"
             self.emit(f"@group(0) @binding({binding}) var<storage, read_write> out{j}: "
                       f"array<{t}>;", 0)
@@ -124,12 +146,10 @@ class _Writer:
         return k.scalars[a.index]
 
     def expr(self, a: Arg) -> str:
-        if a.kind == "in":
-            return f"a{a.index}"
-        if a.kind == "v":
-            return f"v{a.index}"
-        if a.kind == "r":
-            return f"res{_nth(a.index)}"
+        if a.kind != "s" and self.v4 and self.row_words is not None and self._of_row(a):
+            return Ty(self.dtype_of(a), True).const(self.name(a))  # a row value, splat
+        if a.kind != "s":
+            return self.name(a)
         dt = self.k.scalars[a.index]
         word = self.scalar_words[a.index]
         raw = param(word)
@@ -141,12 +161,34 @@ class _Writer:
              DType.uint64: f"bitcast<u64>({wide})", DType.float64: f"bitcast<f64>({wide})"}[dt]
         return Ty(dt, self.v4).const(s) if self.v4 else s
 
+    def name(self, a: Arg) -> str:
+        """The register of load, body value or reduction result ``a``."""
+        return {"in": "a", "v": "v", "r": "res"}[a.kind] + (
+            _nth(a.index) if a.kind == "r" else str(a.index))
+
+    def _of_row(self, a: Arg) -> bool:
+        """One value per output row (a result, an ``OUT`` load or instruction)?"""
+        if a.kind == "in":
+            return self.k.loads[a.index].level is Level.OUT
+        return a.kind == "r" or self.k.body[a.index].level is Level.OUT
+
     def index(self, word: int, dims: range | list[int], at: tuple[int, str] | None = None) -> str:
         """The storage word at coordinates ``c{d}`` (``at``: dimension d at an i32 value)."""
+        return f"u32({self.offset(word, dims, at)})"
+
+    def offset(self, word: int, dims: range | list[int],
+               at: tuple[int, str] | None = None) -> str:
+        """:meth:`index` as an i32 expression."""
         terms = [f"bitcast<i32>({param(word)})"]
         terms += [f"{at[1] if at is not None and at[0] == d else f'i32(c{d})'} * "
                   f"bitcast<i32>({param(word + 1 + d)})" for d in dims]
-        return f"u32({' + '.join(terms)})"
+        return " + ".join(terms)
+
+    def lanes(self, word: int, at: str) -> list[str]:
+        """The words of a vec4 position's four elements, the first at i32 ``at``: steps
+        of the last folded dimension's stride."""
+        step = f"bitcast<i32>({param(word + 1 + self.folded[-1])})"
+        return [f"u32({at})"] + [f"u32({at} + {m}{step})" for m in ("", "2 * ", "3 * ")]
 
     def load(self, i: int, depth: int, dims: range | list[int]) -> None:
         ld = self.k.loads[i]
@@ -158,6 +200,16 @@ class _Writer:
             raw = self.word(i, self.index(self.load_map[i], dims, (d, f'g{i}')))
         elif ld.dense:
             raw = self.word(i, "i")
+        elif self.row_words is not None and i in self.bases:  # a pass over vec4 positions
+            word = self.load_map[i]
+            at = " + ".join([f"b{i}"] + [f"i32(c{d}) * bitcast<i32>({param(word + 1 + d)})"
+                                         for d in self.folded])
+            if i in self.row_words.loads:
+                raw = f"in{i}[u32({at}) / 4u]"
+            else:
+                self.emit(f"let e{i} = {at};", depth)
+                raw = (f"vec4<{STORAGE_TYPE[ld.dtype]}>("
+                       f"{', '.join(f'in{i}[{w}]' for w in self.lanes(word, f'e{i}'))})")
         elif self.v4:  # a single broadcast element
             one = self.word(i, self.index(self.load_map[i], []), False)
             raw = f"vec4<{STORAGE_TYPE[ld.dtype]}>({one})"
@@ -203,7 +255,8 @@ class _Writer:
             e = convert(e, ins.compute, ty.of(ins.out))  # ... from their 32-bit lane
         self.emit(f"let v{j} = {e};", depth)
 
-    def store(self, j: int, index: str, depth: int) -> None:
+    def store(self, j: int, index: str, depth: int, lanes: list[str] | None = None) -> None:
+        """Store ``j`` at word ``index``, or a vec4 value as four scalars at ``lanes``."""
         st = self.k.stores[j]
         e = self.expr(st.value)
         if self.dtype_of(st.value) is not st.dtype:
@@ -212,7 +265,12 @@ class _Writer:
             e = (f"select(vec4<u32>(0u), vec4<u32>(1u), {e})" if self.v4
                  else f"select(0u, 1u, {e})")
         name = f"in{st.inplace}" if st.inplace is not None else f"out{j}"
-        self.emit(f"{name}[{index}] = {e};", depth)
+        if lanes is None:
+            self.emit(f"{name}[{index}] = {e};", depth)
+            return
+        self.emit(f"let s{j} = {e};", depth)
+        for c, at in zip("xyzw", lanes, strict=True):
+            self.emit(f"{name}[{at}] = s{j}.{c};", depth)
 
     def level(self, level: Level, depth: int, dims: range | list[int],
               loads: tuple[Level, ...]) -> None:
@@ -282,8 +340,11 @@ class _Writer:
         self.emit("let lane = lid % tpr;")
         self.emit(f"let row = (wid.x + wid.y * nwg.x) * {param(3)} + slot;")
         self.emit("let valid = row < n_out;")
+        if self.row_words is not None:
+            self.emit("let n_w = n_red / 4u;")  # the row's vec4 positions
         for a in (a for ph in phases for a in ph.hold):
-            self.emit(f"var h_{self.expr(a)}: array<{WGSL_TYPE[self.dtype_of(a)]}, {slots}>;")
+            t = Ty(self.dtype_of(a), self.row_words is not None).t
+            self.emit(f"var h_{self.name(a)}: array<{t}, {slots}>;")
         for ph in phases:
             if ph.index:
                 self._combine(ph.index - 1)
@@ -318,41 +379,80 @@ class _Writer:
         self.coords(kept, "row", 2)
         self.row_bases(kept, ph.loads, 2)
         self._row_values(ph.rows, kept, 2)
-        folded = [d for d, r in enumerate(k.reduced) if r]
-        if slots:
-            self.emit(f"for (var j = 0u; j < {slots}u; j = j + 1u) {{", 2)
-            self.emit("let r = lane + j * tpr;", 3)
-            self.emit("if (r >= n_red) { break; }", 3)
-            self._element(ph, folded, 3)
-            self.emit("}", 2)
+        folded = self.folded
+        self.v4 = self.row_words is not None
+        self.held_pass = slots > 0
+        pos, count = ("w", "n_w") if self.v4 else ("r", "n_red")
+        if slots:  # the pass's loads first, all in flight at once; then its work
+            for i in ph.loads:
+                t = Ty(k.loads[i].dtype, self.v4).t
+                self.emit(f"var l_a{i}: array<{t}, {slots}>;", 2)
+            for work in ((self._prefetch,) if ph.loads else ()) + (self._element,):
+                self.emit(f"for (var j = 0u; j < {slots}u; j = j + 1u) {{", 2)
+                self.emit(f"let {pos} = lane + j * tpr;", 3)
+                self.emit(f"if ({pos} >= {count}) {{ break; }}", 3)
+                work(ph, folded, 3)
+                self.emit("}", 2)
         else:
-            self._row_loop(2, folded, lambda depth: self._element(ph, folded, depth))
+            self._row_loop(2, pos, count, lambda depth: self._element(ph, folded, depth))
+        self.v4 = False
         self.emit("}")
 
     def _element(self, ph: Phase, folded: list[int], depth: int) -> None:
-        """The work of one element ``r`` of the row in pass ``ph``."""
+        """The work of one element ``r`` of the row in pass ``ph`` (of the four elements
+        of vec4 position ``w``, from ``r``, where the launch reads the row in words)."""
         k = self.k
-        self.coords(folded, "r", depth)
+        words = self.row_words
+        self._position(folded, depth)
         for a in ph.held:
-            self.emit(f"let {self.expr(a)} = h_{self.expr(a)}[j];", depth)
+            self.emit(f"let {self.name(a)} = h_{self.name(a)}[j];", depth)
         for i in ph.loads:
-            self.load(i, depth, range(k.rank))
+            if self.held_pass:
+                self.emit(f"let a{i} = l_a{i}[j];", depth)
+            else:
+                self.load(i, depth, range(k.rank))
         for j in ph.instrs:
             self.instr(j, depth)
         for j in ph.stores:
-            self.store(j, self.index(self.store_map[j], range(k.rank)), depth)
+            word = self.store_map[j]
+            if words is None:
+                self.store(j, self.index(word, range(k.rank)), depth)
+            elif j in words.stores:
+                self.store(j, f"{self.index(word, range(k.rank))} / 4u", depth)
+            else:
+                self.emit(f"let e_s{j} = {self.offset(word, range(k.rank))};", depth)
+                self.store(j, "", depth, self.lanes(word, f"e_s{j}"))
         for a in ph.hold:
-            self.emit(f"h_{self.expr(a)}[j] = {self.expr(a)};", depth)
+            self.emit(f"h_{self.name(a)}[j] = {self.name(a)};", depth)
         if ph.fold:
             red = k.reduces[ph.index]
             x = self.expr(red.value)
             if red.src is DType.bool:
-                x = f"select(0u, 1u, {x})"
+                x = (f"select(vec4<u32>(0u), vec4<u32>(1u), {x})" if self.v4
+                     else f"select(0u, 1u, {x})")
             elif red.src is not red.acc:
-                x = convert(x, red.src, Ty(red.acc, False))
+                x = convert(x, red.src, Ty(red.acc, self.v4))
             self.emit(f"let x = {x};", depth)
             n = _nth(ph.index)
-            self._fold_pair(red, (f"acc{n}", f"acc_i{n}"), ("x", "r"), depth)
+            acc = (f"acc{n}", f"acc_i{n}")
+            if words is None:
+                self._fold_pair(red, acc, ("x", "r"), depth)
+            else:  # the word's four lanes, in order
+                for m, c in enumerate("xyzw"):
+                    self._fold_pair(red, acc, (f"x.{c}", f"r + {m}u" if m else "r"), depth)
+
+    def _position(self, folded: list[int], depth: int) -> None:
+        """``r`` (from vec4 position ``w`` where the launch reads words) and its ``c{d}``."""
+        if self.row_words is not None:
+            self.emit("let r = w * 4u;", depth)
+        self.coords(folded, "r", depth)
+
+    def _prefetch(self, ph: Phase, folded: list[int], depth: int) -> None:
+        """The loads of held pass ``ph`` at slot ``j``, into ``l_a{i}[j]``."""
+        self._position(folded, depth)
+        for i in ph.loads:
+            self.load(i, depth, range(self.k.rank))
+            self.emit(f"l_a{i}[j] = a{i};", depth)
 
     def _row_values(self, rows: RowValues, kept: list[int], depth: int) -> None:
         """The reductions' results, per-row loads and ``OUT`` work ``rows`` names, in the
@@ -452,10 +552,24 @@ class _Writer:
             self.emit(f"let b{i} = {' + '.join(terms)};", depth)
             self.bases.add(i)
 
-    def _row_loop(self, depth: int, folded: list[int], inner: Callable[[int], None]) -> None:
-        self.emit(f"for (var r0 = lane; r0 < n_red; r0 = r0 + tpr * {INNER_STEPS}u) {{", depth)
-        self.emit(f"let r1 = min(n_red, r0 + tpr * {INNER_STEPS}u);", depth + 1)
-        self.emit("for (var r = r0; r < r1; r = r + tpr) {", depth + 1)
+    def _row_loop(self, depth: int, pos: str, count: str,
+                  inner: Callable[[int], None]) -> None:
+        """This thread's positions ``pos`` of the row (``lane`` and every ``tpr``-th after,
+        up to ``count``), ``UNROLL`` at a time while they last: their loads are
+        independent, so a thread has ``UNROLL`` of them in flight."""
+        self.emit(f"for (var p0 = lane; p0 < {count}; p0 = p0 + tpr * {INNER_STEPS}u) {{",
+                  depth)
+        self.emit(f"let p1 = min({count}, p0 + tpr * {INNER_STEPS}u);", depth + 1)
+        self.emit("var p = p0;", depth + 1)
+        self.emit(f"for (; p + {UNROLL - 1}u * tpr < p1; p = p + {UNROLL}u * tpr) {{", depth + 1)
+        for m in range(UNROLL):
+            self.emit("{", depth + 2)
+            self.emit(f"let {pos} = p{f' + {m}u * tpr' if m else ''};", depth + 3)
+            inner(depth + 3)
+            self.emit("}", depth + 2)
+        self.emit("}", depth + 1)
+        self.emit("for (; p < p1; p = p + tpr) {", depth + 1)
+        self.emit(f"let {pos} = p;", depth + 2)
         inner(depth + 2)
         self.emit("}", depth + 1)
         self.emit("}", depth)
@@ -479,13 +593,15 @@ def _nth(p: int) -> str:
     return str(p) if p else ""
 
 
-def render(kernel: Kernel, workgroup: int, subgroups: bool = False, slots: int = 0) -> str:
+def render(kernel: Kernel, workgroup: int, subgroups: bool = False, slots: int = 0,
+           words: RowWords | None = None) -> str:
     """The WGSL text of one element-wise or reduction kernel; ``subgroups``: the adapter
     has subgroup operations; ``slots``: a reduction holds each row in that many registers
-    per thread between its passes (0: it reads the row again for each pass). Matmul
-    kernels: :mod:`.matmul_render`."""
+    (positions) per thread between its passes (0: it reads the row again for each pass);
+    ``words``: a reduction takes its rows in vec4 positions. Matmul kernels:
+    :mod:`.matmul_render`."""
     assert not kernel.matmul
-    w = _Writer(kernel, workgroup, subgroups)
+    w = _Writer(kernel, workgroup, subgroups, words=words)
     w.declare()
     if not kernel.reduces:
         w.elementwise()

@@ -1,0 +1,136 @@
+struct Params { w: array<vec4<u32>, 3> }
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> in0: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> in1: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> out0: array<f32>;
+fn af_exp_f32(x: f32) -> f32 {
+  if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) { return x; }
+  if (x > 88.72284) { return bitcast<f32>(0x7f800000u); }
+  if (x < -103.97208) { return 0.0; }
+  let k = round(x * 1.442695);
+  let r = (x - k * 0.693359375) - k * -2.12194440e-4;
+  let p = ((((((1.9875691500e-4 * r + 1.3981999507e-3) * r + 8.3334519073e-3) * r
+    + 4.1665795894e-2) * r + 1.6666665459e-1) * r + 5.0000001201e-1) * (r * r) + r) + 1.0;
+  let k1 = i32(k) / 2;
+  let k2 = i32(k) - k1;
+  return p * bitcast<f32>(u32(k1 + 127) << 23u) * bitcast<f32>(u32(k2 + 127) << 23u);
+}
+fn af_exp_f32_4(a: vec4<f32>) -> vec4<f32> { return vec4<f32>(af_exp_f32(a.x), af_exp_f32(a.y), af_exp_f32(a.z), af_exp_f32(a.w)); }
+var<workgroup> red_v: array<f32, 256>;
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+  let n_out = params.w[0][0];
+  let n_red = params.w[0][1];
+  let tpr = params.w[0][2];
+  let slot = lid / tpr;
+  let lane = lid % tpr;
+  let row = (wid.x + wid.y * nwg.x) * params.w[0][3] + slot;
+  let valid = row < n_out;
+  let n_w = n_red / 4u;
+  var acc: f32 = f32(0);
+  if (valid) {
+    var q_row = row;
+    let c0 = q_row;
+    let b0 = bitcast<i32>(params.w[1][2]) + i32(c0) * bitcast<i32>(params.w[1][3]);
+    let b1 = bitcast<i32>(params.w[2][1]) + i32(c0) * bitcast<i32>(params.w[2][2]);
+    for (var p0 = lane; p0 < n_w; p0 = p0 + tpr * 1024u) {
+      let p1 = min(n_w, p0 + tpr * 1024u);
+      var p = p0;
+      for (; p + 3u * tpr < p1; p = p + 4u * tpr) {
+        {
+          let w = p;
+          let r = w * 4u;
+          var q_r = r;
+          let c1 = q_r;
+          let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0])) / 4u];
+          let a1 = in1[u32(b1 + i32(c1) * bitcast<i32>(params.w[2][3])) / 4u];
+          let v0 = select((a0 - a1), vec4<f32>(bitcast<f32>(0x7fc00000u)), ((bitcast<vec4<u32>>(a0) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u)) | ((bitcast<vec4<u32>>(a1) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u)) | (((bitcast<vec4<u32>>(a0) & vec4<u32>(0x7fffffffu)) == vec4<u32>(0x7f800000u)) & (bitcast<vec4<u32>>(a0) == (bitcast<vec4<u32>>(a1) ^ vec4<u32>(0u)))));
+          let v1 = (v0 * v0);
+          let x = v1;
+          acc = (acc + x.x);
+          acc = (acc + x.y);
+          acc = (acc + x.z);
+          acc = (acc + x.w);
+        }
+        {
+          let w = p + 1u * tpr;
+          let r = w * 4u;
+          var q_r = r;
+          let c1 = q_r;
+          let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0])) / 4u];
+          let a1 = in1[u32(b1 + i32(c1) * bitcast<i32>(params.w[2][3])) / 4u];
+          let v0 = select((a0 - a1), vec4<f32>(bitcast<f32>(0x7fc00000u)), ((bitcast<vec4<u32>>(a0) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u)) | ((bitcast<vec4<u32>>(a1) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u)) | (((bitcast<vec4<u32>>(a0) & vec4<u32>(0x7fffffffu)) == vec4<u32>(0x7f800000u)) & (bitcast<vec4<u32>>(a0) == (bitcast<vec4<u32>>(a1) ^ vec4<u32>(0u)))));
+          let v1 = (v0 * v0);
+          let x = v1;
+          acc = (acc + x.x);
+          acc = (acc + x.y);
+          acc = (acc + x.z);
+          acc = (acc + x.w);
+        }
+        {
+          let w = p + 2u * tpr;
+          let r = w * 4u;
+          var q_r = r;
+          let c1 = q_r;
+          let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0])) / 4u];
+          let a1 = in1[u32(b1 + i32(c1) * bitcast<i32>(params.w[2][3])) / 4u];
+          let v0 = select((a0 - a1), vec4<f32>(bitcast<f32>(0x7fc00000u)), ((bitcast<vec4<u32>>(a0) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u)) | ((bitcast<vec4<u32>>(a1) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u)) | (((bitcast<vec4<u32>>(a0) & vec4<u32>(0x7fffffffu)) == vec4<u32>(0x7f800000u)) & (bitcast<vec4<u32>>(a0) == (bitcast<vec4<u32>>(a1) ^ vec4<u32>(0u)))));
+          let v1 = (v0 * v0);
+          let x = v1;
+          acc = (acc + x.x);
+          acc = (acc + x.y);
+          acc = (acc + x.z);
+          acc = (acc + x.w);
+        }
+        {
+          let w = p + 3u * tpr;
+          let r = w * 4u;
+          var q_r = r;
+          let c1 = q_r;
+          let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0])) / 4u];
+          let a1 = in1[u32(b1 + i32(c1) * bitcast<i32>(params.w[2][3])) / 4u];
+          let v0 = select((a0 - a1), vec4<f32>(bitcast<f32>(0x7fc00000u)), ((bitcast<vec4<u32>>(a0) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u)) | ((bitcast<vec4<u32>>(a1) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u)) | (((bitcast<vec4<u32>>(a0) & vec4<u32>(0x7fffffffu)) == vec4<u32>(0x7f800000u)) & (bitcast<vec4<u32>>(a0) == (bitcast<vec4<u32>>(a1) ^ vec4<u32>(0u)))));
+          let v1 = (v0 * v0);
+          let x = v1;
+          acc = (acc + x.x);
+          acc = (acc + x.y);
+          acc = (acc + x.z);
+          acc = (acc + x.w);
+        }
+      }
+      for (; p < p1; p = p + tpr) {
+        let w = p;
+        let r = w * 4u;
+        var q_r = r;
+        let c1 = q_r;
+        let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0])) / 4u];
+        let a1 = in1[u32(b1 + i32(c1) * bitcast<i32>(params.w[2][3])) / 4u];
+        let v0 = select((a0 - a1), vec4<f32>(bitcast<f32>(0x7fc00000u)), ((bitcast<vec4<u32>>(a0) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u)) | ((bitcast<vec4<u32>>(a1) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u)) | (((bitcast<vec4<u32>>(a0) & vec4<u32>(0x7fffffffu)) == vec4<u32>(0x7f800000u)) & (bitcast<vec4<u32>>(a0) == (bitcast<vec4<u32>>(a1) ^ vec4<u32>(0u)))));
+        let v1 = (v0 * v0);
+        let x = v1;
+        acc = (acc + x.x);
+        acc = (acc + x.y);
+        acc = (acc + x.z);
+        acc = (acc + x.w);
+      }
+    }
+  }
+  red_v[lid] = acc;
+  workgroupBarrier();
+  for (var s = tpr / 2u; s > 0u; s = s / 2u) {
+    if (lane < s) {
+      red_v[slot * tpr + lane] = (red_v[slot * tpr + lane] + red_v[slot * tpr + lane + s]);
+    }
+    workgroupBarrier();
+  }
+  let first = slot * tpr;
+  if (valid && lane == 0u) {
+    var q_row = row;
+    let c0 = q_row;
+    let c1 = 0u;
+    let res = red_v[first];
+    let v2 = (-res);
+    let v3 = af_exp_f32(v2);
+    out0[row] = v3;
+  }
+}

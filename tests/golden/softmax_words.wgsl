@@ -1,0 +1,140 @@
+struct Params { w: array<vec4<u32>, 3> }
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> in0: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> out0: array<vec4<f32>>;
+fn af_div_f32(n: f32, d: f32) -> f32 {
+  let s = select(select(1.0, 1.8446744e19, abs(d) < 5.421011e-20), 5.421011e-20,
+                 abs(d) > 1.8446744e19);
+  return (n * s) / (d * s);
+}
+fn af_half(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) - 0x00800000u); }
+fn af_div_f32_4(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> { return vec4<f32>(af_div_f32(a.x, b.x), af_div_f32(a.y, b.y), af_div_f32(a.z, b.z), af_div_f32(a.w, b.w)); }
+fn af_exp_f32(x: f32) -> f32 {
+  if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) { return x; }
+  if (x > 88.72284) { return bitcast<f32>(0x7f800000u); }
+  if (x < -103.97208) { return 0.0; }
+  let k = round(x * 1.442695);
+  let r = (x - k * 0.693359375) - k * -2.12194440e-4;
+  let p = ((((((1.9875691500e-4 * r + 1.3981999507e-3) * r + 8.3334519073e-3) * r
+    + 4.1665795894e-2) * r + 1.6666665459e-1) * r + 5.0000001201e-1) * (r * r) + r) + 1.0;
+  let k1 = i32(k) / 2;
+  let k2 = i32(k) - k1;
+  return p * bitcast<f32>(u32(k1 + 127) << 23u) * bitcast<f32>(u32(k2 + 127) << 23u);
+}
+fn af_exp_f32_4(a: vec4<f32>) -> vec4<f32> { return vec4<f32>(af_exp_f32(a.x), af_exp_f32(a.y), af_exp_f32(a.z), af_exp_f32(a.w)); }
+var<workgroup> red_v: array<f32, 256>;
+var<workgroup> red_v1: array<f32, 256>;
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(subgroup_size) sgs: u32) {
+  let n_out = params.w[0][0];
+  let n_red = params.w[0][1];
+  let tpr = params.w[0][2];
+  let slot = lid / tpr;
+  let lane = lid % tpr;
+  let row = (wid.x + wid.y * nwg.x) * params.w[0][3] + slot;
+  let valid = row < n_out;
+  let n_w = n_red / 4u;
+  var h_a0: array<vec4<f32>, 4>;
+  var h_v1: array<vec4<f32>, 4>;
+  var acc: f32 = bitcast<f32>(0xff800000u);
+  if (valid) {
+    var q_row = row;
+    let c0 = q_row;
+    let b0 = bitcast<i32>(params.w[1][2]) + i32(c0) * bitcast<i32>(params.w[1][3]);
+    var l_a0: array<vec4<f32>, 4>;
+    for (var j = 0u; j < 4u; j = j + 1u) {
+      let w = lane + j * tpr;
+      if (w >= n_w) { break; }
+      let r = w * 4u;
+      var q_r = r;
+      let c1 = q_r;
+      let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0])) / 4u];
+      l_a0[j] = a0;
+    }
+    for (var j = 0u; j < 4u; j = j + 1u) {
+      let w = lane + j * tpr;
+      if (w >= n_w) { break; }
+      let r = w * 4u;
+      var q_r = r;
+      let c1 = q_r;
+      let a0 = l_a0[j];
+      h_a0[j] = a0;
+      let x = a0;
+      acc = select(max(acc, x.x), acc + x.x, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(x.x) & 0x7fffffffu) > 0x7f800000u));
+      acc = select(max(acc, x.y), acc + x.y, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(x.y) & 0x7fffffffu) > 0x7f800000u));
+      acc = select(max(acc, x.z), acc + x.z, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(x.z) & 0x7fffffffu) > 0x7f800000u));
+      acc = select(max(acc, x.w), acc + x.w, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(x.w) & 0x7fffffffu) > 0x7f800000u));
+    }
+  }
+  let width = min(tpr, sgs);
+  for (var s = width / 2u; s > 0u; s = s / 2u) {
+    let o = subgroupShuffleXor(acc, s);
+    acc = select(max(acc, o), acc + o, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(o) & 0x7fffffffu) > 0x7f800000u));
+  }
+  let parts = tpr / width;
+  if (lane % width == 0u) {
+    red_v[slot * parts + lane / width] = acc;
+  }
+  workgroupBarrier();
+  for (var s = parts / 2u; s > 0u; s = s / 2u) {
+    if (lane < s) {
+      red_v[slot * parts + lane] = select(max(red_v[slot * parts + lane], red_v[slot * parts + lane + s]), red_v[slot * parts + lane] + red_v[slot * parts + lane + s], ((bitcast<u32>(red_v[slot * parts + lane]) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(red_v[slot * parts + lane + s]) & 0x7fffffffu) > 0x7f800000u));
+    }
+    workgroupBarrier();
+  }
+  let first = slot * parts;
+  var acc1: f32 = f32(0);
+  if (valid) {
+    var q_row = row;
+    let c0 = q_row;
+    let res = red_v[first];
+    for (var j = 0u; j < 4u; j = j + 1u) {
+      let w = lane + j * tpr;
+      if (w >= n_w) { break; }
+      let r = w * 4u;
+      var q_r = r;
+      let c1 = q_r;
+      let a0 = h_a0[j];
+      let v0 = select((a0 - vec4<f32>(res)), vec4<f32>(bitcast<f32>(0x7fc00000u)), ((bitcast<vec4<u32>>(a0) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u)) | ((bitcast<vec4<u32>>(vec4<f32>(res)) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u)) | (((bitcast<vec4<u32>>(a0) & vec4<u32>(0x7fffffffu)) == vec4<u32>(0x7f800000u)) & (bitcast<vec4<u32>>(a0) == (bitcast<vec4<u32>>(vec4<f32>(res)) ^ vec4<u32>(0u)))));
+      let v1 = af_exp_f32_4(v0);
+      h_v1[j] = v1;
+      let x = v1;
+      acc1 = (acc1 + x.x);
+      acc1 = (acc1 + x.y);
+      acc1 = (acc1 + x.z);
+      acc1 = (acc1 + x.w);
+    }
+  }
+  let width1 = min(tpr, sgs);
+  for (var s = width1 / 2u; s > 0u; s = s / 2u) {
+    let o = subgroupShuffleXor(acc1, s);
+    acc1 = (acc1 + o);
+  }
+  let parts1 = tpr / width1;
+  if (lane % width1 == 0u) {
+    red_v1[slot * parts1 + lane / width1] = acc1;
+  }
+  workgroupBarrier();
+  for (var s = parts1 / 2u; s > 0u; s = s / 2u) {
+    if (lane < s) {
+      red_v1[slot * parts1 + lane] = (red_v1[slot * parts1 + lane] + red_v1[slot * parts1 + lane + s]);
+    }
+    workgroupBarrier();
+  }
+  let first1 = slot * parts1;
+  if (valid) {
+    var q_row = row;
+    let c0 = q_row;
+    let res1 = red_v1[first1];
+    for (var j = 0u; j < 4u; j = j + 1u) {
+      let w = lane + j * tpr;
+      if (w >= n_w) { break; }
+      let r = w * 4u;
+      var q_r = r;
+      let c1 = q_r;
+      let v1 = h_v1[j];
+      let v2 = af_div_f32_4(v1, vec4<f32>(res1));
+      out0[u32(bitcast<i32>(params.w[2][1]) + i32(c0) * bitcast<i32>(params.w[2][2]) + i32(c1) * bitcast<i32>(params.w[2][3])) / 4u] = v2;
+    }
+  }
+}
