@@ -10,18 +10,29 @@ fn af_div_f32(n: f32, d: f32) -> f32 {
 fn af_half(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) - 0x00800000u); }
 fn af_div_f32_4(a: vec4<f32>, b: vec4<f32>) -> vec4<f32> { return vec4<f32>(af_div_f32(a.x, b.x), af_div_f32(a.y, b.y), af_div_f32(a.z, b.z), af_div_f32(a.w, b.w)); }
 fn af_exp_f32(x: f32) -> f32 {
+  if (abs(x) < 87.0) {
+    let t = x * 1.442695 + 12582912.0;
+    let k = af_unmagic(t);
+    return af_exp_poly((x - k * 0.693359375) - k * -2.12194440e-4)
+      * bitcast<f32>((bitcast<u32>(t) << 23u) + 0x3f800000u);
+  }
   if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) { return x; }
   if (x > 88.72284) { return bitcast<f32>(0x7f800000u); }
   if (x < -103.97208) { return 0.0; }
   let k = round(x * 1.442695);
-  let r = (x - k * 0.693359375) - k * -2.12194440e-4;
-  let p = ((((((1.9875691500e-4 * r + 1.3981999507e-3) * r + 8.3334519073e-3) * r
-    + 4.1665795894e-2) * r + 1.6666665459e-1) * r + 5.0000001201e-1) * (r * r) + r) + 1.0;
+  let p = af_exp_poly((x - k * 0.693359375) - k * -2.12194440e-4);
   let k1 = i32(k) / 2;
   let k2 = i32(k) - k1;
   return p * bitcast<f32>(u32(k1 + 127) << 23u) * bitcast<f32>(u32(k2 + 127) << 23u);
 }
+fn af_exp_poly(r: f32) -> f32 {
+  return ((((((1.9875691500e-4 * r + 1.3981999507e-3) * r + 8.3334519073e-3) * r
+    + 4.1665795894e-2) * r + 1.6666665459e-1) * r + 5.0000001201e-1) * (r * r) + r) + 1.0;
+}
 fn af_exp_f32_4(a: vec4<f32>) -> vec4<f32> { return vec4<f32>(af_exp_f32(a.x), af_exp_f32(a.y), af_exp_f32(a.z), af_exp_f32(a.w)); }
+fn af_unmagic(t: f32) -> f32 {
+  return bitcast<f32>(bitcast<u32>(t) | 0x4b000000u) - 12582912.0;
+}
 var<workgroup> red_v: array<f32, 256>;
 var<workgroup> red_v1: array<f32, 256>;
 @compute @workgroup_size(256)
