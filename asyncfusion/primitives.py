@@ -31,10 +31,13 @@ STORAGE_TYPE = WGSL_TYPE | {DType.bool: "u32"}  # WGSL cannot store bool: a u32 
 
 @dataclass(frozen=True, slots=True)
 class Ty:
-    """A register type: ``dtype`` as a scalar or as a 4-lane vector."""
+    """A register type: ``dtype`` as a scalar or as a 4-lane vector. ``folds``: the
+    adapter's compiler folds ``x - x`` to 0 even for inf and NaN (lavapipe does), so
+    float add/sub keep IEEE special values by bits it cannot fold."""
 
     dtype: DType
     vec4: bool
+    folds: bool = True
 
     @property
     def t(self) -> str:
@@ -45,7 +48,7 @@ class Ty:
         return f"{self.t}({literal})"
 
     def of(self, dtype: DType) -> Ty:
-        return Ty(dtype, self.vec4)
+        return Ty(dtype, self.vec4, self.folds)
 
 
 Rule = Callable[[list[str], Ty], str]
@@ -189,6 +192,8 @@ def _ieee(op: str, flip: str) -> Rule:
     cannot fold, when an operand is NaN or both are infinities that cancel."""
     def rule(a: list[str], ty: Ty) -> str:
         expr = f"({a[0]} {op} {a[1]})"
+        if not ty.folds:  # this compiler keeps inf - inf and NaN - NaN as NaN
+            return expr
         if ty.dtype is DType.float64:
             return _ieee64(expr, a, flip)
         if ty.dtype is not DType.float32:

@@ -213,7 +213,8 @@ class WgpuBackend:
         if text is None:
             text = self._kernels[key] = (
                 render_matmul(kernel, variant) if isinstance(variant, MatmulTiles)
-                else render(kernel, self.rt.workgroup, self.subgroups, *variant))
+                else render(kernel, self.rt.workgroup, self.subgroups, *variant,
+                            folds=self.rt.folds_cancellation))
             self.counters.kernels_generated += 1
             if len(self._kernels) > _MAX_KERNELS:
                 self._kernels.popitem(last=False)

@@ -68,9 +68,10 @@ def param_words(kernel: Kernel, args: LaunchArgs, head: tuple[int, int, int, int
 
 class _Writer:
     def __init__(self, kernel: Kernel, workgroup: int, subgroups: bool,
-                 vec_loads: frozenset[int] = frozenset(), words: RowWords | None = None
-                 ) -> None:
+                 vec_loads: frozenset[int] = frozenset(), words: RowWords | None = None,
+                 folds: bool = True) -> None:
         self.k = kernel
+        self.folds = folds  # the compiler folds x - x: see primitives.Ty
         self.row_words = words
         if words is not None:
             vec_loads = vec_loads | words.loads
@@ -240,7 +241,7 @@ class _Writer:
 
     def instr(self, j: int, depth: int) -> None:
         ins = self.k.body[j]
-        ty = Ty(ins.compute, self.v4)
+        ty = Ty(ins.compute, self.v4, self.folds)
         args: list[str] = []
         for a in ins.args:
             e = self.expr(a)
@@ -594,14 +595,15 @@ def _nth(p: int) -> str:
 
 
 def render(kernel: Kernel, workgroup: int, subgroups: bool = False, slots: int = 0,
-           words: RowWords | None = None) -> str:
+           words: RowWords | None = None, folds: bool = True) -> str:
     """The WGSL text of one element-wise or reduction kernel; ``subgroups``: the adapter
     has subgroup operations; ``slots``: a reduction holds each row in that many registers
     (positions) per thread between its passes (0: it reads the row again for each pass);
-    ``words``: a reduction takes its rows in vec4 positions. Matmul kernels:
+    ``words``: a reduction takes its rows in vec4 positions; ``folds``: the adapter's
+    compiler folds ``x - x`` (float add/sub then guard IEEE specials). Matmul kernels:
     :mod:`.matmul_render`."""
     assert not kernel.matmul
-    w = _Writer(kernel, workgroup, subgroups, words=words)
+    w = _Writer(kernel, workgroup, subgroups, words=words, folds=folds)
     w.declare()
     if not kernel.reduces:
         w.elementwise()
