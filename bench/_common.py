@@ -244,9 +244,12 @@ def meta(info: dict[str, Any], args: argparse.Namespace, **extra: Any) -> dict[s
 
 
 def git_state() -> str | None:
-    """'<commit>' or '<commit>+dirty' (asyncfusion/ changed) of the checkout; where there is
-    no .git (a copied tree), ``AF_BENCH_GIT`` if set."""
+    """``AF_BENCH_GIT`` if set (a copied tree whose .git is not its own), else '<commit>'
+    or '<commit>+dirty' (asyncfusion/ changed) of the checkout, or None."""
     import subprocess  # noqa: PLC0415
+
+    if os.environ.get("AF_BENCH_GIT"):
+        return os.environ["AF_BENCH_GIT"]
 
     root = BENCH_DIR.parent
     try:
@@ -257,7 +260,7 @@ def git_state() -> str | None:
                                check=True).stdout.strip()
         return head + ("+dirty" if dirty else "")
     except Exception:  # noqa: BLE001 - no git, or not a checkout
-        return os.environ.get("AF_BENCH_GIT") or None
+        return None
 
 
 def _pkg_version(name: str) -> str | None:
