@@ -241,3 +241,28 @@ async def test_pool_map_raises_the_failure_as_itself(dev, ref):
         await pool.map(bad, np.zeros((4, 2), np.float32))
     with pytest.raises(TypeError, match="numpy array or a list"):
         await pool.map(bad, (1, 2))
+
+
+async def test_pool_service_serves_from_the_pool_and_reports_health():
+    import httpx
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    from asyncfusion.contrib.starlette import ArrayJSONResponse, PoolService
+    from asyncfusion.testing import asgi_client
+
+    svc = PoolService(per_adapter=2, max_pending=4)
+
+    async def double(request):
+        async with svc.device() as d:
+            return ArrayJSONResponse({"y": await (af.tensor([1.0, 2.0], device=d) * 2)
+                                      .to_data()})
+
+    app = Starlette(routes=[*svc.routes, Route("/double", double)], lifespan=svc.lifespan,
+                    exception_handlers=svc.exception_handlers)
+    async with asgi_client(app) as c:
+        r = await c.get("/double")
+        assert r.status_code == 200 and r.json() == {"y": [2.0, 4.0]}
+        h = (await c.get("/health")).json()
+        assert h["live"] == 2 and len(h["devices"]) == 2
+        assert isinstance(c, httpx.AsyncClient)
