@@ -17,7 +17,9 @@ from .interop_device import DeviceBuffer, adopt, resolve
 from .nonzero import nonzero
 from .creation import (arange, empty, empty_like, eye, full, full_like, linspace, ones,
                        ones_like, rand, randn, tensor, zeros, zeros_like)
-from .runtime import Device, DeviceOptions, default_device, open_device, to_data
+from .runtime import (Device, DeviceOptions, DevicePool, default_device, open_device,
+                      open_pool, to_data)
+from .backends.wgpu.adapters import Adapter, adapters
 from .dtype import (DType, NarrowingWarning, bool_, float16, float32, float64, int16, int32,
                     int64, uint16, uint32, uint64)
 from .errors import (AsyncFusionError, AxisError, BlockingCallError, DataError,
@@ -59,7 +61,8 @@ bool = bool_  # noqa: A001 - the Array API's name of the bool dtype
 
 __all__ = [
     "Tensor", "Device", "DeviceOptions", "DType", "StreamId",
-    "open_device", "default_device", "to_data",
+    "open_device", "default_device", "to_data", "adapters", "Adapter", "DevicePool",
+    "open_pool",
     "tensor", "asarray", "zeros", "ones", "full", "arange", "rand", "randn",
     "where", "minimum", "maximum", "cat", "concat", "elementwise_op",
     "custom_kernel", "KernelCompileError", "resolve", "adopt", "DeviceBuffer",

@@ -55,6 +55,15 @@ class DeviceMismatchError(InputError, ValueError):
     """Raised when one op is given tensors that live on two different devices."""
 
 
+def device_mismatch(what: str, here: object, there: object) -> DeviceMismatchError:
+    """The error for ``what`` given a tensor of ``there`` where ``here``'s belong: it
+    names both devices and the way out (``.to()``)."""
+    return DeviceMismatchError(
+        f"{what} is on another device: the op runs on {here!r}, and it lives on "
+        f"{there!r}; move it first with '.to(device)' (a lazy copy between devices: "
+        "'y = y.to(x.device)')")
+
+
 class AxisError(InputError, IndexError):
     """Raised when an axis is out of range for a tensor's rank."""
 

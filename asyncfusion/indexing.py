@@ -31,7 +31,7 @@ from typing import Any
 from . import selection, sorting
 from .creation import arange, full, tensor
 from .dtype import DType, int_range
-from .errors import DeviceMismatchError, DTypeError, IndexingError, LimitError, ShapeError
+from .errors import device_mismatch, DTypeError, IndexingError, LimitError, ShapeError
 from .ir import GatherOp
 from .tensor import (Tensor, _check_size, broadcast_shapes, cat, elementwise, normalize_axis,
                      where)
@@ -50,9 +50,7 @@ def _indices(index: Any, like: Tensor, what: str) -> Tensor:
         return tensor(index, DType.int32, device=like.device)
     t: Tensor = index
     if t.device is not like.device:
-        raise DeviceMismatchError(f"{what}: the tensor and its indices live on two devices "
-                                  f"({like.device!r} and {t.device!r}); create the "
-                                  "indices on the tensor's device")
+        raise device_mismatch(f"{what}: the index t{t.id}", like.device, t.device)
     if not t.dtype.is_int:
         raise DTypeError(f"{what}: indices must be integers (int32 is native), got "
                          f"{t.dtype.label}; cast with .astype(asyncfusion.int32)")

@@ -47,9 +47,11 @@ def asarray(obj: Any, /, *, dtype: Any = None, device: Any = None,
 
 def _from_tensor(t: Tensor, dtype: Any, device: Any, copy: bool | None) -> Tensor:
     if device is not None and device is not t.device:
-        raise DeviceMismatchError(
-            f"asarray: t{t.id} lives on {t.device!r}, not {device!r}; read it "
-            "('await t.to_data()') and create it again on the other device")
+        if copy is False:
+            raise DeviceMismatchError(
+                f"asarray(copy=False): t{t.id} lives on {t.device!r}, not {device!r}, and "
+                "reaching another device copies; use copy=None, or t.to(device)")
+        t = t.to(device)
     target = as_dtype(dtype) if dtype is not None else t.dtype
     if target is not t.dtype or copy:
         return t.astype(target)

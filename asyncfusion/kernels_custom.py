@@ -38,7 +38,7 @@ import numpy as np
 
 from .dtype import DType, as_dtype
 from .engine.memory import Storage
-from .errors import AsyncFusionError, DeviceMismatchError, LimitError, ShapeError
+from .errors import AsyncFusionError, device_mismatch, LimitError, ShapeError
 from .ir import ExternOp, numel
 from .tensor import Tensor
 
@@ -92,9 +92,7 @@ class CustomKernel:
         dev = tensors[0].device if tensors else _default()
         for t in tensors:
             if t.device is not dev:
-                raise DeviceMismatchError(
-                    f"custom kernel {self.name!r}: t{t.id} lives on {t.device!r}, not "
-                    f"{dev!r}; create all inputs on one device")
+                raise device_mismatch(f"custom kernel {self.name!r}: t{t.id}", dev, t.device)
         words = _param_words(self.name, params)
         specs = [Spec(t.shape, t.dtype) for t in tensors]
         outs = _outputs(self.name, self.output_rule(*specs, *params))

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .dtype import NEEDS, DType, promote
-from .errors import AxisError, DeviceMismatchError, DTypeError, ShapeError
+from .errors import AxisError, device_mismatch, DTypeError, ShapeError
 from .ir import MatmulOp
 from .reductions import reduce
 from .tensor import Tensor, _check_size, broadcast_shapes, normalize_axis
@@ -34,9 +34,7 @@ def matmul(a: Any, b: Any) -> Tensor:
         raise TypeError(f"matmul (@) needs two asyncfusion Tensors, got {type(a).__name__} "
                         f"and {type(b).__name__}; wrap arrays with asyncfusion.tensor()")
     if a.device is not b.device:
-        raise DeviceMismatchError(
-            f"matmul (@): operands live on two devices ({a.device!r} and {b.device!r}); "
-            "read one and create it again on the other's device")
+        raise device_mismatch(f"matmul (@): the operand t{b.id}", a.device, b.device)
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"matmul (@) needs operands with at least 1 dimension, got shapes "
                          f"{a.shape} and {b.shape}; multiply by a scalar with * instead")

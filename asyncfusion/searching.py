@@ -17,7 +17,7 @@ import numpy as np
 
 from .creation import tensor
 from .dtype import DType, promote
-from .errors import DeviceMismatchError, DTypeError, LimitError, ShapeError
+from .errors import device_mismatch, DTypeError, LimitError, ShapeError
 from .indexing import take
 from .kernels_custom import CustomKernel, Spec, custom_kernel
 from .nonzero import groups_over_first, thread_wgsl
@@ -103,8 +103,7 @@ def searchsorted(x1: Tensor, x2: Tensor | int | float, /, *,
         raise TypeError(f"{what}: x2 must be an asyncfusion Tensor or a Python int or float, "
                         f"not {type(x2).__name__}")
     if x2.device is not x1.device:
-        raise DeviceMismatchError(f"{what}: x1 and x2 live on two devices ({x1.device!r} "
-                                  f"and {x2.device!r}); create x2 on x1's device")
+        raise device_mismatch(f"{what}: x2 (t{x2.id})", x1.device, x2.device)
     if side not in ("left", "right"):
         raise ValueError(f"{what}: side must be 'left' or 'right', not {side!r}")
     if x1.ndim != 1:

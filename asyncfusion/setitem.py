@@ -27,7 +27,7 @@ import numpy as np
 
 from .creation import arange, full
 from .dtype import DType
-from .errors import DeviceMismatchError, DTypeError, IndexingError, ShapeError
+from .errors import device_mismatch, DTypeError, IndexingError, ShapeError
 from .indexing import _indices, take, take_along_axis
 from .ir import IndexItem, numel
 from .namespace import can_cast
@@ -101,9 +101,7 @@ def _value(t: Tensor, value: Any) -> Any:
     what = "t[key] = value"
     if type(value) is Tensor:
         if value.device is not t.device:
-            raise DeviceMismatchError(f"{what}: the value lives on {value.device!r}, the tensor "
-                                      f"on {t.device!r}; create the value on the tensor's "
-                                      "device")
+            raise device_mismatch(f"{what}: the value t{value.id}", t.device, value.device)
         if not can_cast(value.dtype, t.dtype):
             raise DTypeError(f"{what}: a {value.dtype.label} value cannot be assigned into a "
                              f"{t.dtype.label} tensor without changing kind or losing range; "
@@ -132,8 +130,7 @@ def _masked(t: Tensor, mask: Tensor, value: Any) -> Tensor:
                             f"0-d tensor), got shape {value.shape}; for a value per element "
                             "use where(mask, values, t)")
     if mask.device is not t.device:
-        raise DeviceMismatchError(f"t[mask] = value: the mask lives on {mask.device!r}, the "
-                                  f"tensor on {t.device!r}")
+        raise device_mismatch(f"t[mask] = value: the mask t{mask.id}", t.device, mask.device)
     one = value.reshape(()) if type(value) is Tensor else value
     return where(mask.reshape(mask.shape + (1,) * (t.ndim - mask.ndim)), one, t)
 
@@ -241,8 +238,8 @@ def _array_index(part: Any, x: Tensor, d: int) -> _Index:
                                 "in a second step (for example t[i, j][..., 1:])")
         return int_index(part, x.shape, d)
     if part.device is not x.device:
-        raise DeviceMismatchError(f"integer-array indexing: the index t{part.id} lives on "
-                                  f"{part.device!r}, the tensor on {x.device!r}")
+        raise device_mismatch(f"integer-array indexing: the index t{part.id}", x.device,
+                              part.device)
     if not part.dtype.is_int:
         raise IndexingError(
             f"an index tensor must hold integers, got {part.dtype.label}"

@@ -16,7 +16,7 @@ from ._debug import in_event_loop
 from ._tracebacks import clear_read_frames
 from .engine.memory import Poison
 from .dtype import NEEDS, DType, as_dtype, check_held, check_promoted, int_range, promote
-from .errors import (AxisError, BlockingCallError, DeviceMismatchError, DTypeError, LimitError,
+from .errors import (AxisError, BlockingCallError, device_mismatch, DTypeError, LimitError,
                      ShapeError)
 from .ir import CatOp, ElementwiseOp, Layout, ScalarIr, TensorIr, TensorStatus, numel
 from .primitives import PRIMITIVES, WIDE
@@ -373,18 +373,22 @@ class Tensor:
         from .setitem import assign
         assign(self, key, value)
 
-    def to_device(self, device: Any, /, *, stream: Any = None) -> Tensor:
-        """This tensor on ``device``: itself when it is already there. Moving between
-        devices needs a read: ``af.tensor(await t.to_data(), device=other)``."""
+    def to(self, device: Any, /) -> Tensor:
+        """This tensor on ``device`` (itself when it is already there): a lazy copy,
+        ordered after what computes this tensor; it runs when a read on ``device`` needs
+        it (one read here, one upload there). See ``docs/concepts/devices.md``."""
         from .runtime import as_device
+        from .runtime.transfer import copy_to
+
+        target = as_device(device)
+        return self if target is self.device else copy_to(self, target)
+
+    def to_device(self, device: Any, /, *, stream: Any = None) -> Tensor:
+        """The Array API's name for :meth:`to`."""
         if stream is not None:
             raise ValueError("to_device: stream= is not supported (asyncfusion orders work "
                              "by its own streams); leave it None")
-        if as_device(device) is self.device:
-            return self
-        raise DeviceMismatchError(
-            f"to_device: t{self.id} lives on {self.device!r}; moving it to {device!r} needs "
-            "its values on the host first: 'af.tensor(await t.to_data(), device=other)'")
+        return self.to(device)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         """The DLPack device type of this tensor's device: CPU (1) for the numpy backend,
@@ -583,9 +587,8 @@ def elementwise(op: str, *args: Any, dtype: DType | None = None) -> Tensor:
             if first is None:
                 first, shape = a, a.shape
             elif a.device is not first.device:
-                raise DeviceMismatchError(
-                    f"{_what(op)}: operands live on two devices ({first.device!r} "
-                    f"and {a.device!r}); read one and create it again on the other's device")
+                raise device_mismatch(f"{_what(op)}: the operand t{a.id}", first.device,
+                                      a.device)
             elif a.shape != shape:
                 shape = broadcast_shapes(shape, a.shape, _what(op))
             kinds.append(a.dtype)
@@ -729,9 +732,8 @@ def cat(tensors: list[Tensor] | tuple[Tensor, ...], axis: int = 0) -> Tensor:
     dtype = first.dtype
     for t in tensors[1:]:
         if t.device is not first.device:
-            raise DeviceMismatchError(
-                f"cat: tensors t{first.id} and t{t.id} live on two devices ({first.device!r} "
-                f"and {t.device!r}); read one and create it again on the other's device")
+            raise device_mismatch(f"cat: of t{first.id} and t{t.id}, t{t.id}", first.device,
+                                  t.device)
         dtype = promote(dtype, t.dtype, "cat")
         if t.ndim != first.ndim:
             raise ShapeError(f"cat: ranks differ (shapes {first.shape} and {t.shape})")

@@ -165,10 +165,12 @@ def test_asarray_of_a_tensor_keeps_it_or_casts_it():
         af.asarray([1.0], copy=False)
 
 
-async def test_asarray_refuses_to_move_a_tensor_between_devices(dev, ref):
+async def test_asarray_moves_a_tensor_between_devices_unless_copy_is_false(dev, ref):
     t = af.tensor([1.0], device=dev)
-    with pytest.raises(DeviceMismatchError, match="create it again"):
-        af.asarray(t, device=ref)
+    moved = af.asarray(t, device=ref)
+    assert moved.device is ref and (await moved.to_data()).tolist() == [1.0]
+    with pytest.raises(DeviceMismatchError, match=r"copy=False.*t.to\(device\)"):
+        af.asarray(t, device=ref, copy=False)
 
 
 def test_a_list_of_tensors_is_read_in_a_plain_script():

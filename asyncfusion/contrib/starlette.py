@@ -49,13 +49,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..creation import tensor
-from ..runtime import Device, open_device
+from ..runtime import Device, DevicePool, open_device, open_pool
 from ..errors import (AsyncFusionError, DeviceClosedError, DeviceLostError, Overloaded,
                       http_status)
 from ..tensor import Tensor
 from .jsonio import JSONValue, RequestError, Shape, encode, parse_array, parse_body
 
-__all__ = ["DeviceService", "ArrayJSONResponse", "error_response", "read_json",
+__all__ = ["DeviceService", "PoolService", "ArrayJSONResponse", "error_response", "read_json",
            "read_array", "RequestError"]
 
 _log = logging.getLogger(__name__)
@@ -227,3 +227,73 @@ class DeviceService:
     def exception_handlers(self) -> dict[Any, Any]:
         """Starlette's ``exception_handlers=``: every asyncfusion error to a response."""
         return {AsyncFusionError: self._on_error}
+
+
+class PoolService:
+    """A :class:`~asyncfusion.DevicePool` for an app's lifetime: ``per_adapter`` devices
+    on each of ``adapters`` (default: one per GPU of the host, see
+    :func:`asyncfusion.runtime.pool.serving_adapters`), lost ones reopened; ``options``
+    go to every :func:`asyncfusion.open_device`.
+
+        svc = PoolService(max_pending=256)
+        async def score(request):
+            async with svc.device() as dev:   # least loaded; 503 when all are full
+                ...
+    """
+
+    def __init__(self, *, adapters: list[int] | None = None, per_adapter: int = 1,
+                 backend: str = "wgpu", **options: Any) -> None:
+        self.options = options
+        self.adapters = adapters
+        self.per_adapter = per_adapter
+        self.backend = backend
+        self.retry_after = float(options.get("retry_after", 1.0))
+        self._pool: DevicePool | None = None
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Any) -> AsyncIterator[None]:
+        """Starlette's ``lifespan=``: the pool is open while the app runs."""
+        async with open_pool(self.backend, adapters=self.adapters,
+                             per_adapter=self.per_adapter, **self.options) as pool:
+            self._pool = pool
+            try:
+                yield
+            finally:
+                self._pool = None
+
+    @property
+    def pool(self) -> DevicePool:
+        """The open pool; :class:`~asyncfusion.DeviceClosedError` (503) while there is none."""
+        if self._pool is None:
+            raise DeviceClosedError("no device pool is open (the service is starting or "
+                                    "stopping); retry")
+        return self._pool
+
+    def device(self, timeout: float = 0.0) -> contextlib.AbstractAsyncContextManager[Device]:
+        """``async with svc.device() as dev:`` — :meth:`DevicePool.device`."""
+        return self.pool.device(timeout)
+
+    async def health(self, request: Request) -> JSONResponse:
+        """200 with each device's state and load while one is live; 503 otherwise."""
+        try:
+            pool = self.pool
+            live = pool.live()
+            if not live:
+                raise DeviceLostError("every device of the pool is lost; reopening")
+        except AsyncFusionError as exc:
+            return error_response(exc, self.retry_after)
+        devices = [{"device": repr(d), "lost": d.lost, "rounds": m.rounds,
+                    "queued_ops": m.queued_ops, "reads_in_flight": m.reads_in_flight,
+                    "admitted_now": m.admitted_now, "rejected": m.rejected}
+                   for d in pool.devices for m in (d.metrics(),)]
+        return JSONResponse({"status": "ok", "live": len(live), "devices": devices})
+
+    @property
+    def routes(self) -> list[Route]:
+        """``/health``."""
+        return [Route("/health", self.health)]
+
+    @property
+    def exception_handlers(self) -> dict[Any, Any]:
+        """Starlette's ``exception_handlers=``: every asyncfusion error to a response."""
+        return {AsyncFusionError: lambda request, exc: error_response(exc, self.retry_after)}

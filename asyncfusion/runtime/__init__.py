@@ -4,5 +4,7 @@ executor thread, admission and metrics."""
 from .device import Device, as_device, to_data
 from .lifecycle import default_device, open_device
 from .options import DeviceOptions
+from .pool import DevicePool, open_pool
 
-__all__ = ["Device", "DeviceOptions", "as_device", "default_device", "open_device", "to_data"]
+__all__ = ["Device", "DeviceOptions", "DevicePool", "as_device", "default_device",
+           "open_device", "open_pool", "to_data"]

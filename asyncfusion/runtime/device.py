@@ -13,7 +13,7 @@ import itertools
 import threading
 import weakref
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import numpy as np
@@ -33,6 +33,10 @@ from .admission import Admission
 from .metrics import Metrics
 from .options import DeviceOptions
 from .server import Server
+from .transfer import CopyWork, Transfers
+
+if TYPE_CHECKING:
+    from ..backends.wgpu.adapters import Adapter
 
 __all__ = ["Device", "as_device", "to_data", "DEVICES"]
 
@@ -54,7 +58,8 @@ class Device:
 
             self.backend = WgpuBackend(
                 self.counters, max_storage_bindings=opts.max_storage_bindings,
-                workgroup=opts.workgroup, cache_bytes=opts.cache_bytes)
+                workgroup=opts.workgroup, cache_bytes=opts.cache_bytes,
+                adapter=opts.adapter_index())
         else:
             self.backend = NumpyBackend()
         self.fusion = opts.fusion and self.backend.fuses
@@ -65,6 +70,8 @@ class Device:
             Executor(self.streams, runner, self.backend, self.counters, opts.max_batch),
             opts.max_round, opts.max_batch, opts.max_wait_ms / 1000)
         self._admission = Admission(opts.max_pending, opts.retry_after)
+        self.transfers = Transfers()  # copies from other devices, settled before reads
+        self.copy_work = CopyWork(weakref.ref(self))
         self._kept = self._server.executor.kept  # debug mode: notes where tensors are made
         self._portal: BlockingPortal | None = None
         self._closed = False
@@ -74,7 +81,9 @@ class Device:
     def __repr__(self) -> str:
         mode = "fusion" if self.fusion else "plain"
         state = "closed" if self._closed else "open"
-        return f"<asyncfusion.Device #{self.number} {self.backend.name} {mode} {state}>"
+        where = getattr(self.backend, "adapter_summary", None)
+        on = f" on {where}" if where else ""
+        return f"<asyncfusion.Device #{self.number} {self.backend.name}{on} {mode} {state}>"
 
     # -- facts ---------------------------------------------------------------------------
     @property
@@ -85,6 +94,23 @@ class Device:
     def lost(self) -> bool:
         """True once the underlying GPU device is gone (open a new device)."""
         return self.backend.lost is not None
+
+    @property
+    def adapter(self) -> Adapter | None:
+        """The adapter this wgpu device runs on (its entry in ``af.adapters()``); None for
+        the numpy backend."""
+        rt = getattr(self.backend, "rt", None)
+        if rt is None:
+            return None
+        from ..backends.wgpu.adapters import adapters
+
+        listed = adapters()
+        index: int | None = rt.key[2]
+        if index is not None:
+            return listed[index]
+        info = rt.adapter_info
+        return next((a for a in listed if (a.name, a.backend, a.device_type) == (
+            info.get("device"), info.get("backend_type"), info.get("adapter_type"))), None)
 
     @property
     def max_buffer_size(self) -> int:
@@ -149,6 +175,14 @@ class Device:
         if n % streams.flush_threshold == 0:
             self._poke()  # maybe a long queue to run, or many streams, some ended
 
+    def register_on(self, key: tuple[str, int], op: OperationIr, out: TensorIr) -> None:
+        """Queue ``op`` (which reads no tensor of this device) on a stream of its own,
+        owned by the caller's task; a read of ``out`` runs it."""
+        if self._closed:
+            raise self._server._dead_error()
+        self.streams.register(key, op, (), out, current_stream()[1])
+        self._poke()
+
     def _poke(self) -> None:
         server = self._server
         if threading.get_ident() == server.thread:
@@ -172,11 +206,14 @@ class Device:
         call = functools.partial(portal.call, self._in_loop, stream, tensor, sync, empty)
         return await anyio.to_thread.run_sync(call)
 
-    async def _in_loop(self, stream: Any, tensor: Any, sync: bool, empty: bool = False
-                       ) -> np.ndarray | None:
+    async def _in_loop(self, stream: Any, tensor: Any, sync: bool, empty: bool = False,
+                       settle: bool = True) -> np.ndarray | None:
+        if settle:
+            await self.transfers.settle()
         return await self._server.request(Request(stream, tensor, empty), sync)
 
-    def _blocking(self, tensor: Any, sync: bool, what: str) -> np.ndarray | None:
+    def _blocking(self, tensor: Any, sync: bool, what: str, settle: bool = True
+                  ) -> np.ndarray | None:
         if in_event_loop():
             raise BlockingCallError(
                 f"{what} blocks, and this code runs inside an event loop, where it would stall "
@@ -185,7 +222,7 @@ class Device:
         if self.closed:
             raise self._server._dead_error()
         out: np.ndarray | None = self._require_portal().call(
-            self._in_loop, StreamId.current(), tensor, sync)
+            self._in_loop, StreamId.current(), tensor, sync, False, settle)
         return out
 
     def _require_portal(self) -> BlockingPortal:
@@ -206,6 +243,7 @@ class Device:
         return out
 
     async def _many_in_loop(self, stream: Any, tensors: tuple[Any, ...]) -> list[np.ndarray]:
+        await self.transfers.settle()
         got = await self._server.request_many([Request(stream, t) for t in tensors])
         out: list[np.ndarray] = []
         for d in got:

@@ -7,8 +7,12 @@ keywords; a bad value is refused when the device opens, naming the option.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..backends.wgpu.adapters import Adapter
 
 __all__ = ["DeviceOptions"]
 
@@ -20,6 +24,10 @@ class DeviceOptions:
     """The options of one device.
 
     :param backend: ``"wgpu"`` (WebGPU through wgpu-native) or ``"numpy"`` (the reference).
+    :param adapter: which adapter a wgpu device runs on: an index into
+        :func:`asyncfusion.adapters`, or a predicate on its entries (the first that
+        matches: ``adapter=lambda a: a.backend == "Vulkan"``); None: wgpu's
+        high-performance adapter.
     :param fusion: wrap the backend in the Fusion decorator (``False``: one launch per op).
     :param max_storage_bindings: cap on storage buffers per kernel (WebGPU's default is 8).
     :param workgroup: threads per workgroup of element-wise kernels (None: the adapter's
@@ -46,6 +54,7 @@ class DeviceOptions:
     """
 
     backend: str = "wgpu"
+    adapter: int | Callable[[Adapter], bool] | None = None
     fusion: bool = True
     max_storage_bindings: int | None = None
     workgroup: int | None = None
@@ -72,6 +81,7 @@ class DeviceOptions:
     def __post_init__(self) -> None:
         if self.backend not in _BACKENDS:
             raise ValueError(f"unknown backend {self.backend!r}; use 'wgpu' or 'numpy'")
+        self.adapter_index()
         if not isinstance(self.fusion, bool):
             raise TypeError(f"fusion must be True or False, not {self.fusion!r}")
         for name, low, optional in (("max_storage_bindings", 4, True), ("workgroup", 1, True),
@@ -94,6 +104,32 @@ class DeviceOptions:
                 or not 0 <= wait < float("inf"):
             raise ValueError(f"max_wait_ms must be a number of milliseconds, 0 or more (0: "
                              f"rounds start at once), not {wait!r}")
+
+    def adapter_index(self) -> int | None:
+        """The index in ``af.adapters()`` that ``adapter`` names (None: the default);
+        raises a clear error for one that names no adapter."""
+        choice = self.adapter
+        if choice is None:
+            return None
+        if self.backend != "wgpu":
+            raise ValueError(f"adapter= picks a wgpu adapter; the {self.backend!r} backend "
+                             "runs on the host (leave adapter out)")
+        if isinstance(choice, bool) or not (isinstance(choice, int) or callable(choice)):
+            raise TypeError(f"adapter must be an index into asyncfusion.adapters() or a "
+                            f"predicate on its entries, not {choice!r}")
+        from ..backends.wgpu.adapters import adapters
+
+        listed = adapters()
+        names = "; ".join(map(str, listed)) or "none: wgpu sees no adapter"
+        if isinstance(choice, int):
+            if not 0 <= choice < len(listed):
+                raise ValueError(f"adapter={choice} is out of range: this host has "
+                                 f"{len(listed)} adapter(s): {names}")
+            return choice
+        for a in listed:
+            if choice(a):
+                return a.index
+        raise ValueError(f"adapter= predicate matched none of this host's adapters: {names}")
 
 
 def _check_int(name: str, value: Any, low: int, optional: bool) -> None:

@@ -146,8 +146,9 @@ class WgpuBackend:
     fuses = True
 
     def __init__(self, counters: Counters, *, max_storage_bindings: int | None = None,
-                 workgroup: int | None = None, cache_bytes: int | None = None) -> None:
-        self.rt: Runtime = get_runtime(max_storage_bindings, workgroup)
+                 workgroup: int | None = None, cache_bytes: int | None = None,
+                 adapter: int | None = None) -> None:
+        self.rt: Runtime = get_runtime(max_storage_bindings, workgroup, adapter=adapter)
         self.counters = counters
         self.faults = FaultInjector()
         self.max_storage_bindings = self.rt.max_storage_bindings

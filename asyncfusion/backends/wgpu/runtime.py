@@ -19,6 +19,7 @@ import numpy as np
 import wgpu
 
 from ...errors import DeviceClosedError, DeviceLostError, NoAdapterError
+from .adapters import request as request_adapter
 from .timing import GpuTimer, TimedSlot, timestamp_period
 
 __all__ = ["Runtime", "Buffer", "get_runtime", "detach", "MAX_PIPELINES", "MAX_PIPELINES_CPU"]
@@ -73,9 +74,11 @@ class _Batch:
 
 
 class Runtime:
-    """Owns one wgpu device. Shared by every asyncfusion Device with the same limits."""
+    """Owns one wgpu device. Shared by every asyncfusion Device with the same adapter and
+    limits."""
 
-    def __init__(self, max_storage_bindings: int | None, workgroup: int | None) -> None:
+    def __init__(self, max_storage_bindings: int | None, workgroup: int | None,
+                 adapter_index: int | None = None) -> None:
         if _FORK["child"]:
             raise DeviceClosedError(
                 "this process was forked after asyncfusion used the GPU, and wgpu does not "
@@ -83,7 +86,8 @@ class Runtime:
                 "multiprocessing's 'spawn' or 'forkserver' start method, fork before the "
                 "first GPU use, or use open_device('numpy') in the child")
         try:
-            adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+            adapter = (wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+                       if adapter_index is None else request_adapter(adapter_index))
         except RuntimeError as exc:  # wgpu-native: "Request adapter failed"
             raise NoAdapterError(f"{_NO_ADAPTER} (wgpu: {exc})") from exc
         if adapter is None:
@@ -135,7 +139,7 @@ class Runtime:
         self.queue = self.device.queue
         self.lock = threading.RLock()  # serializes encoding/submission across devices
         self.lost: str | None = None
-        self.key: tuple[int | None, int | None] = (max_storage_bindings, workgroup)
+        self.key: RuntimeKey = (max_storage_bindings, workgroup, adapter_index)
         self.users = 0  # asyncfusion devices on this runtime (see get_runtime / detach)
         self._pipelines: collections.OrderedDict[str, tuple[Any, Any]] = (
             collections.OrderedDict())
@@ -386,7 +390,9 @@ class Runtime:
         return self.device.create_buffer(size=capacity, usage=_STAGING)
 
 
-_RUNTIMES: dict[tuple[int | None, int | None], Runtime] = {}
+# (max_storage_bindings, workgroup, adapter index or None: wgpu's default adapter)
+RuntimeKey = tuple[int | None, int | None, int | None]
+_RUNTIMES: dict[RuntimeKey, Runtime] = {}
 _RUNTIMES_LOCK = threading.Lock()
 _IDLE: dict[str, Runtime] = {}  # at most one runtime that no device uses
 # Compiled pipelines kept per runtime; the least recently used go first. On a GPU a
@@ -417,18 +423,19 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def get_runtime(max_storage_bindings: int | None = None,
-                workgroup: int | None = None) -> Runtime:
-    """The process-wide runtime for these limits, shared by every device open with them.
+                workgroup: int | None = None, *, adapter: int | None = None) -> Runtime:
+    """The process-wide runtime for these limits on ``adapter`` (an index into
+    ``af.adapters()``; None: wgpu's default), shared by every device open with them.
 
     Each caller must :func:`detach` once done. When the last one does, the runtime is kept
     idle for the next device (compiled pipelines and all), but only one idle runtime is
     kept: opening devices with many distinct limits does not pile up wgpu devices.
     """
-    key = (max_storage_bindings, workgroup)
+    key = (max_storage_bindings, workgroup, adapter)
     with _RUNTIMES_LOCK:
         rt = _RUNTIMES.get(key)
         if rt is None or rt.lost is not None:
-            rt = _RUNTIMES[key] = Runtime(max_storage_bindings, workgroup)
+            rt = _RUNTIMES[key] = Runtime(max_storage_bindings, workgroup, adapter)
         if _IDLE.get("rt") is rt:
             del _IDLE["rt"]
         rt.users += 1
