@@ -189,11 +189,17 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=1,
                     help="load-generator processes (more for rates past ~2,000 req/s)")
     ap.add_argument("--paths", default="/search,/mlp")
+    ap.add_argument("--per-gpu", type=int, default=0,
+                    help="af variant: a device pool of N devices on each GPU "
+                         "(SERVICE_PER_GPU); 0: one device, or one per GPU where there are "
+                         "several")
     tag = os.environ.get("AF_BENCH_HOST_TAG", "cpu-lavapipe")  # the load side opens no device
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / f"service-{tag}"),
                     help="path without suffix (default: bench/results/service-$AF_BENCH_HOST_TAG,"
                          " cpu-lavapipe when unset); .json and .png are written")
     args = ap.parse_args()
+    if args.per_gpu:
+        os.environ["SERVICE_PER_GPU"] = str(args.per_gpu)  # the servers inherit it
     if args.quick:
         args.rates, args.seconds = "25,50,100", 3.0
     args.rates = [float(r) for r in args.rates.split(",")]

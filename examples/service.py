@@ -10,6 +10,11 @@
 * ``POST /mlp`` ``{"x": [[64 numbers], ...]}``: ``softmax(relu(x @ w1 + b1) @ w2 + b2)``.
 * ``GET /health``, ``GET /metrics`` (Prometheus), ``GET /stats`` (counters for the bench).
 
+On a host with several GPUs (or with ``SERVICE_PER_GPU=n``: n devices on each), requests
+go to a device pool (``asyncfusion.contrib.starlette.PoolService``): each to the least
+loaded device, with the weights resident on every device; ``/health`` lists the devices
+and ``/stats`` sums their counters (no ``/metrics`` then).
+
 Bodies are read strictly (``asyncfusion.contrib.starlette.read_array``): a body that is
 not a JSON object is a 400, a field that is missing, of the wrong shape, not numbers,
 non-finite or out of float32's range a 422 naming the field; results are written with
@@ -42,8 +47,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 import asyncfusion as af
-from asyncfusion.contrib.starlette import (ArrayJSONResponse, DeviceService, RequestError,
-                                           error_response, read_array)
+from asyncfusion.contrib.starlette import (ArrayJSONResponse, DeviceService, PoolService,
+                                           RequestError, error_response, read_array)
+from asyncfusion.runtime.pool import serving_adapters
 
 DIM, HIDDEN, CLASSES = 256, 128, 10
 MLP_IN = 64
@@ -129,7 +135,14 @@ def _af_app(host: dict[str, np.ndarray], lag: LagMonitor, served: list[int],
                             ("max_wait_ms", "SERVICE_MAX_WAIT_MS", float)):
         if os.environ.get(env):
             device_options.setdefault(name, kind(os.environ[env]))
-    svc = DeviceService(**device_options)
+    per_adapter = int(device_options.pop("per_adapter", os.environ.get("SERVICE_PER_GPU", 0)))
+    # Several GPUs (or SERVICE_PER_GPU devices on each): a pool, each request on the least
+    # loaded device; one GPU: one device.
+    svc: DeviceService | PoolService
+    if per_adapter or len(serving_adapters()) > 1:
+        svc = PoolService(per_adapter=max(per_adapter, 1), **device_options)
+    else:
+        svc = DeviceService(**device_options)
     resident: weakref.WeakKeyDictionary[af.Device, dict[str, af.Tensor]] = (
         weakref.WeakKeyDictionary())
 
@@ -139,10 +152,19 @@ def _af_app(host: dict[str, np.ndarray], lag: LagMonitor, served: list[int],
             w = resident[dev] = {k: af.tensor(v, device=dev) for k, v in host.items()}
         return w
 
+    @contextlib.asynccontextmanager
+    async def device() -> AsyncIterator[af.Device]:
+        """An admission slot and the device that serves this request."""
+        if isinstance(svc, PoolService):
+            async with svc.device() as dev:
+                yield dev
+        else:
+            async with svc.admit():
+                yield svc.device()
+
     async def search(request: Request) -> ArrayJSONResponse:
         q, k = await read_search(request)  # before admission: a bad body takes no slot
-        async with svc.admit():
-            dev = svc.device()
+        async with device() as dev:
             w = weights(dev)
             values, indices = af.topk(w["db"] @ af.tensor(q, device=dev), k)
             v, i = await af.to_data(values, indices)
@@ -151,8 +173,7 @@ def _af_app(host: dict[str, np.ndarray], lag: LagMonitor, served: list[int],
 
     async def mlp(request: Request) -> ArrayJSONResponse:
         x = await read_mlp(request)
-        async with svc.admit():
-            dev = svc.device()
+        async with device() as dev:
             w = weights(dev)
             h = af.relu(af.tensor(x, device=dev) @ w["w1"] + w["b1"])
             probs = await af.softmax(h @ w["w2"] + w["b2"], axis=-1).to_data()
@@ -160,10 +181,13 @@ def _af_app(host: dict[str, np.ndarray], lag: LagMonitor, served: list[int],
         return ArrayJSONResponse({"probs": probs})
 
     async def stats(request: Request) -> ArrayJSONResponse:
-        m = svc.device().metrics()
-        return ArrayJSONResponse({"served": served[0], "launches": m.launches,
-                                  "submissions": m.submissions, "rounds": m.rounds,
-                                  "rejected": m.rejected, **lag.summary()})
+        devices = svc.pool.devices if isinstance(svc, PoolService) else [svc.device()]
+        ms = [d.metrics() for d in devices]
+        return ArrayJSONResponse({"served": served[0], "devices": len(ms),
+                                  "launches": sum(m.launches for m in ms),
+                                  "submissions": sum(m.submissions for m in ms),
+                                  "rounds": sum(m.rounds for m in ms),
+                                  "rejected": sum(m.rejected for m in ms), **lag.summary()})
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -248,3 +248,33 @@ async def test_the_thread_variant_answers_the_same(variant):
     want = np.argsort(-(host["db"] @ (qa / np.linalg.norm(qa))), kind="stable")[:5]
     assert r.status_code == 200 and r.json()["indices"] == want.tolist()
     assert bad.status_code == 422 and bad.json()["field"] == "query"
+
+
+async def test_a_pool_of_devices_serves_every_request_on_the_least_loaded_one():
+    # SERVICE_PER_GPU / per_adapter: the service behind a device pool (here two devices
+    # of lavapipe), the weights resident on each device that served a request.
+    host = host_weights(ROWS)
+    async with client(per_adapter=2) as (c, svc):
+        assert len(svc.pool.devices) == 2
+        queries = [np.asarray(_query(seed), np.float32) for seed in range(8)]
+
+        async def one(q: np.ndarray) -> list[int]:
+            r = await c.post("/search", json={"query": q.tolist(), "k": 3})
+            assert r.status_code == 200, r.text
+            return r.json()["indices"]
+
+        got: dict[int, list[int]] = {}
+
+        async def run(i: int) -> None:
+            got[i] = await one(queries[i])
+
+        async with anyio.create_task_group() as tg:
+            for i in range(len(queries)):
+                tg.start_soon(run, i)
+        for i, q in enumerate(queries):
+            want = host["db"] @ (q / np.linalg.norm(q))
+            assert got[i] == np.argsort(-want, kind="stable")[:3].tolist()
+        stats = (await c.get("/stats")).json()
+        assert stats["devices"] == 2 and stats["served"] == len(queries)
+        health = (await c.get("/health")).json()
+        assert health["live"] == 2
