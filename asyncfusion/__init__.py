@@ -17,8 +17,8 @@ from .interop_device import DeviceBuffer, adopt, resolve
 from .nonzero import nonzero
 from .creation import (arange, empty, empty_like, eye, full, full_like, linspace, ones,
                        ones_like, rand, randn, tensor, zeros, zeros_like)
-from .runtime import (Device, DeviceOptions, DevicePool, default_device, open_device,
-                      open_pool, to_data)
+from .runtime import Device, DeviceOptions, DevicePool, default_device, open_device, open_pool
+from .read import to_data
 from .backends.wgpu.adapters import Adapter, adapters
 from .dtype import (DType, NarrowingWarning, bool_, float16, float32, float64, int16, int32,
                     int64, uint16, uint32, uint64)

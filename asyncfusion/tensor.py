@@ -378,7 +378,7 @@ class Tensor:
         ordered after what computes this tensor; it runs when a read on ``device`` needs
         it (one read here, one upload there). See ``docs/concepts/devices.md``."""
         from .runtime import as_device
-        from .runtime.transfer import copy_to
+        from .moving import copy_to
 
         target = as_device(device)
         return self if target is self.device else copy_to(self, target)

@@ -20,7 +20,6 @@ import numpy as np
 from anyio.from_thread import BlockingPortal
 
 from .._debug import in_event_loop
-from .._tracebacks import clear_read_frames
 from ..backends.base import Backend, MemoryStats
 from ..backends.numpy_backend import NumpyBackend
 from ..engine import Fusion, Plain
@@ -38,7 +37,7 @@ from .transfer import CopyWork, Transfers
 if TYPE_CHECKING:
     from ..backends.wgpu.adapters import Adapter
 
-__all__ = ["Device", "as_device", "to_data", "DEVICES"]
+__all__ = ["Device", "as_device", "DEVICES"]
 
 _numbers = itertools.count(1)
 DEVICES: weakref.WeakSet[Device] = weakref.WeakSet()  # every device of this process
@@ -300,35 +299,6 @@ class Device:
 
     def _mark_closed(self) -> None:
         self._closed = True
-
-
-async def to_data(*tensors: Any) -> tuple[np.ndarray, ...]:
-    """Read several tensors with one await: ``v, i = await af.to_data(values, indices)``.
-
-    All of them are read in one device round (one submission, one wait), instead of one
-    round trip each. They must live on one device. Raises the first failure in argument
-    order; a cancelled call withdraws every read."""
-    from ..tensor import Tensor
-
-    if not tensors:
-        raise TypeError("to_data() needs at least one tensor: await af.to_data(a, b, ...)")
-    for t in tensors:
-        if not isinstance(t, Tensor):
-            raise TypeError(f"to_data() reads asyncfusion Tensors, not {type(t).__name__}")
-    dev = tensors[0].device
-    if any(t.device is not dev for t in tensors):
-        raise DeviceMismatchError(
-            "to_data() got tensors of different devices; read each device's tensors with "
-            "its own to_data() call (they may run concurrently in a task group)")
-    try:
-        out = await dev.read_many(tensors)
-    except BaseException as exc:  # cancelled or failed: the traceback keeps no tensor
-        clear_read_frames(exc)
-        del tensors, t
-        raise
-    for t, values in zip(tensors, out, strict=True):
-        t._keep_host(values)
-    return tuple(out)
 
 
 def as_device(device: Any) -> Device:

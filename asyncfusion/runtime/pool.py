@@ -136,10 +136,9 @@ class DevicePool:
         results: list[Any] = [None] * k
 
         async def one(i: int) -> None:
-            from ..tensor import Tensor
-
             out = await fn(live[i], parts[i])
-            results[i] = await out.to_data() if isinstance(out, Tensor) else out
+            read = getattr(out, "to_data", None)  # a Tensor: read on its own device
+            results[i] = await read() if read is not None else out
 
         try:
             async with anyio.create_task_group() as tg:

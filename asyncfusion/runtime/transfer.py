@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -26,11 +26,23 @@ from ..engine.memory import Storage
 from ..errors import ExecutionError
 from ..ir import ExternOp
 
-if TYPE_CHECKING:
-    from ..tensor import Tensor
-    from .device import Device
+__all__ = ["CopyWork", "Reader", "Source", "Transfer", "Transfers"]
 
-__all__ = ["CopyWork", "Transfer", "Transfers", "copy_to"]
+
+class Reader(Protocol):
+    """What a copy asks of a device (``Device``): a read, awaited or blocking."""
+
+    async def read(self, tensor: Any) -> np.ndarray: ...
+
+    def _blocking(self, tensor: Any, sync: bool, what: str, settle: bool = True
+                  ) -> np.ndarray | None: ...
+
+
+class Source(Protocol):
+    """What a copy reads: a tensor (the front end's handle) on its own device."""
+
+    id: int
+    device: Reader
 
 
 class Transfer:
@@ -38,8 +50,8 @@ class Transfer:
 
     __slots__ = ("src", "data", "error", "settling", "__weakref__")
 
-    def __init__(self, src: Tensor) -> None:
-        self.src: Tensor | None = src  # None once the copy op ran
+    def __init__(self, src: Source) -> None:
+        self.src: Source | None = src  # None once the copy op ran
         self.data: np.ndarray | None = None
         self.error: BaseException | None = None
         self.settling = False  # a reader is reading its source now
@@ -99,7 +111,7 @@ _waiting: dict[int, Any] = {}
 _waiting_lock = threading.Lock()
 
 
-def _fetch_blocking(t: Transfer, target: Device) -> np.ndarray:
+def _fetch_blocking(t: Transfer, target: Reader) -> np.ndarray:
     """The snapshot's values, read from ``target``'s executor thread (blocks it)."""
     src = t.src
     assert src is not None
@@ -130,7 +142,7 @@ def _fetch_blocking(t: Transfer, target: Device) -> np.ndarray:
 class CopyWork:
     """The work of a copy op on the target device: upload the snapshot's values."""
 
-    target: weakref.ref[Device]
+    target: weakref.ref[Reader]
     key: str = "copy-between-devices"
     title: str = "CopyIn"
 
@@ -149,22 +161,3 @@ class CopyWork:
             return [Storage(backend.upload(data))]
         finally:
             t.src = t.data = None
-
-
-def copy_to(x: Tensor, target: Device) -> Tensor:
-    """``x`` on ``target``, lazily (see the module docs)."""
-    from ..dtype import check_held
-    from ..tensor import Tensor
-    from ..views import view
-
-    check_held(x.dtype, target, f"t{x.id}.to({target!r})")
-    snapshot = view(x, x.view_layout, "copy-source")
-    out = Tensor(x.shape, x.dtype, target)
-    out_ir = out.out_ir()
-    transfer = Transfer(snapshot)
-    target.transfers.add(transfer)
-    # A stream of its own: a read on the target that does not need the copy (the read
-    # of another copy's source, say) leaves it queued, unsettled.
-    target.register_on(("copy", id(transfer)), ExternOp(target.copy_work, (), (out_ir,),
-                                                         (transfer,)), out_ir)
-    return out
