@@ -8,7 +8,6 @@ import numpy as np
 
 import asyncfusion as af
 from asyncfusion.backends.wgpu.render import render
-from asyncfusion.backends.wgpu.runtime import detach, get_runtime
 from asyncfusion.dtype import DType
 from asyncfusion.kernel import Arg, Instr, Kernel, Load, Store
 
@@ -27,12 +26,19 @@ def test_the_guard_is_rendered_only_where_the_compiler_folds():
     assert "let v0 = (a0 - a1);" in plain and "0x7fc00000u" not in plain
 
 
-def test_the_probe_answers_for_this_adapter():
-    rt = get_runtime()
-    try:
-        assert isinstance(rt.folds_cancellation, bool)
-    finally:
-        detach(rt)
+async def test_the_probe_is_right_about_this_adapter():
+    # With the guard turned off, x - x on inf and NaN is NaN exactly where the probe said
+    # the compiler does not fold it (a fresh device: its kernels are rendered anew).
+    async with af.open_device() as d:
+        rt = d.backend.rt
+        folds = rt.folds_cancellation
+        rt.folds_cancellation = False
+        try:
+            x = af.tensor(np.array([np.inf, np.nan], np.float32), device=d)
+            got = await (x - x).to_data()
+        finally:
+            rt.folds_cancellation = folds
+    assert bool(np.isnan(got).all()) is (not folds), (folds, got)
 
 
 async def test_inf_minus_inf_and_nan_minus_nan_are_nan_on_the_device(dev):
