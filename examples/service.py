@@ -8,7 +8,11 @@
   of unit rows (one matmul), the top k on the device (``af.topk``), values and indices
   read in one await (``af.to_data``).
 * ``POST /mlp`` ``{"x": [[64 numbers], ...]}``: ``softmax(relu(x @ w1 + b1) @ w2 + b2)``.
-* ``GET /health``, ``GET /metrics`` (Prometheus), ``GET /stats`` (counters for the bench).
+* ``POST /score`` ``{"query": [256 numbers], "k": 1 to 100, default 5}``: the similarity
+  ``exp(-sum((db - query) ** 2, 1))`` of the query to every row of the resident matrix
+  (one fused kernel), the top k of it on the device, read in one await.
+* ``GET /health``, ``GET /metrics`` (Prometheus), ``GET /stats`` (counters for the bench;
+  ``?since=<lag_taken>``: the event-loop lag since that earlier answer).
 
 On a host with several GPUs (or with ``SERVICE_PER_GPU=n``: n devices on each), requests
 go to a device pool (``asyncfusion.contrib.starlette.PoolService``): each to the least
@@ -22,6 +26,9 @@ non-finite or out of float32's range a 422 naming the field; results are written
 kind: overload is a 503 with ``Retry-After``, a lost device a 503 while it is reopened.
 ``SERVICE_VARIANT=numpy`` or ``torch`` serves the same endpoints from numpy or torch in a
 worker thread, for ``bench/service.py`` to compare; ``SERVICE_ROWS`` sets N;
+``SERVICE_TARGET_LATENCY_MS`` (25 by default) is the admission's latency target
+(``open_device(target_latency_ms=...)``: under overload the device keeps as many
+requests at work as it finishes within it and answers the rest 503 at once);
 ``SERVICE_GC_FREEZE=1`` freezes the objects made at startup (``gc.freeze()``: full
 collections get cheaper); ``SERVICE_MAX_BATCH`` and ``SERVICE_MAX_WAIT_MS`` set the
 device's dynamic batcher
@@ -70,15 +77,26 @@ async def read_search(request: Request) -> tuple[np.ndarray, int]:
     """/search's query, normalized (float32), and k; RequestError (422) if either is bad.
     The query is normalized on the host: 256 floats cost less than four ops."""
     q = await read_array(request, "query", shape=(DIM,), dtype=af.float32)
-    k = int(await read_array(request, "k", shape=(), dtype=af.int32, default=5))
-    if not 1 <= k <= 100:
-        raise RequestError(f"k: expected an integer from 1 to 100, got {k}", field="k")
+    k = await read_k(request)
     wide = q.astype(np.float64)  # float32's squares overflow near the top of its range
     norm = float(np.sqrt(wide @ wide))
     if norm == 0.0:
         raise RequestError("query: expected a vector that is not all zeros (its direction "
                            "is searched)", field="query")
     return (wide / norm).astype(np.float32), k
+
+
+async def read_score(request: Request) -> tuple[np.ndarray, int]:
+    """/score's query (float32) and k; RequestError (422) if either is bad."""
+    q = await read_array(request, "query", shape=(DIM,), dtype=af.float32)
+    return q, await read_k(request)
+
+
+async def read_k(request: Request) -> int:
+    k = int(await read_array(request, "k", shape=(), dtype=af.int32, default=5))
+    if not 1 <= k <= 100:
+        raise RequestError(f"k: expected an integer from 1 to 100, got {k}", field="k")
+    return k
 
 
 async def read_mlp(request: Request) -> np.ndarray:
@@ -96,24 +114,36 @@ def _freeze_gc() -> None:
 
 
 class LagMonitor:
-    """Event-loop lag: how late a 5 ms sleep wakes up, kept for /stats."""
+    """Event-loop lag: how late a 5 ms sleep wakes up, kept for /stats. ``taken`` counts
+    every sample so far, so a client can ask for the lag since an earlier answer
+    (``GET /stats?since=<lag_taken>``)."""
 
     def __init__(self) -> None:
         self.samples: list[float] = []
+        self.taken = 0
 
     async def run(self) -> None:
         while True:
             start = time.perf_counter()
             await anyio.sleep(0.005)
             self.samples.append(max(0.0, time.perf_counter() - start - 0.005))
+            self.taken += 1
             del self.samples[:-20_000]
 
-    def summary(self) -> dict[str, float]:
-        if not self.samples:
-            return {}
-        s = np.asarray(self.samples) * 1e3
-        return {"lag_p50_ms": float(np.percentile(s, 50)),
+    def summary(self, since: int = 0) -> dict[str, float]:
+        recent = self.samples[-min(max(self.taken - since, 0), len(self.samples)):]
+        if not recent or self.taken <= since:
+            return {"lag_taken": self.taken}
+        s = np.asarray(recent) * 1e3
+        return {"lag_taken": self.taken, "lag_p50_ms": float(np.percentile(s, 50)),
                 "lag_p99_ms": float(np.percentile(s, 99)), "lag_max_ms": float(s.max())}
+
+
+def _since(request: Request) -> int:
+    try:
+        return int(request.query_params.get("since", "0"))
+    except ValueError:
+        return 0
 
 
 def create_app(variant: str | None = None, rows: int | None = None,
@@ -131,8 +161,10 @@ def create_app(variant: str | None = None, rows: int | None = None,
 def _af_app(host: dict[str, np.ndarray], lag: LagMonitor, served: list[int],
             device_options: dict[str, Any]) -> Starlette:
     device_options.setdefault("max_pending", 512)
+    device_options.setdefault("target_latency_ms", 25.0)
     for name, env, kind in (("max_batch", "SERVICE_MAX_BATCH", int),
-                            ("max_wait_ms", "SERVICE_MAX_WAIT_MS", float)):
+                            ("max_wait_ms", "SERVICE_MAX_WAIT_MS", float),
+                            ("target_latency_ms", "SERVICE_TARGET_LATENCY_MS", float)):
         if os.environ.get(env):
             device_options.setdefault(name, kind(os.environ[env]))
     per_adapter = int(device_options.pop("per_adapter", os.environ.get("SERVICE_PER_GPU", 0)))
@@ -180,6 +212,15 @@ def _af_app(host: dict[str, np.ndarray], lag: LagMonitor, served: list[int],
         served[0] += 1
         return ArrayJSONResponse({"probs": probs})
 
+    async def score(request: Request) -> ArrayJSONResponse:
+        q, k = await read_score(request)
+        async with device() as dev:
+            d = weights(dev)["db"] - af.tensor(q, device=dev)
+            values, indices = af.topk(af.exp(-af.sum(d * d, axis=1)), k)
+            v, i = await af.to_data(values, indices)
+        served[0] += 1
+        return ArrayJSONResponse({"indices": i, "scores": v})
+
     async def stats(request: Request) -> ArrayJSONResponse:
         devices = svc.pool.devices if isinstance(svc, PoolService) else [svc.device()]
         ms = [d.metrics() for d in devices]
@@ -187,7 +228,8 @@ def _af_app(host: dict[str, np.ndarray], lag: LagMonitor, served: list[int],
                                   "launches": sum(m.launches for m in ms),
                                   "submissions": sum(m.submissions for m in ms),
                                   "rounds": sum(m.rounds for m in ms),
-                                  "rejected": sum(m.rejected for m in ms), **lag.summary()})
+                                  "rejected": sum(m.rejected for m in ms),
+                                  **lag.summary(_since(request))})
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -198,7 +240,8 @@ def _af_app(host: dict[str, np.ndarray], lag: LagMonitor, served: list[int],
             tg.cancel_scope.cancel()
 
     app = Starlette(routes=[*svc.routes, Route("/search", search, methods=["POST"]),
-                            Route("/mlp", mlp, methods=["POST"]), Route("/stats", stats)],
+                            Route("/mlp", mlp, methods=["POST"]),
+                            Route("/score", score, methods=["POST"]), Route("/stats", stats)],
                     lifespan=lifespan, exception_handlers=svc.exception_handlers)
     app.state.service = svc
     return app
@@ -218,15 +261,26 @@ def _thread_app(variant: str, host: dict[str, np.ndarray], lag: LagMonitor,
             v, i = torch.topk(tw["db"] @ torch.from_numpy(q).to(device), k)
             return v.cpu().numpy(), i.cpu().numpy()
 
+        def score_fn(q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+            d = tw["db"] - torch.from_numpy(q).to(device)
+            v, i = torch.topk(torch.exp(-(d * d).sum(1)), k)
+            return v.cpu().numpy(), i.cpu().numpy()
+
         def mlp_fn(x: np.ndarray) -> np.ndarray:
             h = torch.relu(torch.from_numpy(x).to(device) @ tw["w1"] + tw["b1"])
             return torch.softmax(h @ tw["w2"] + tw["b2"], -1).cpu().numpy()  # type: ignore
     elif variant == "numpy":
-        def search_fn(q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-            s = host["db"] @ q
+        def top(s: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
             i = np.argpartition(-s, k)[:k]
             i = i[np.argsort(-s[i], kind="stable")]
             return s[i], i
+
+        def search_fn(q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+            return top(host["db"] @ q, k)
+
+        def score_fn(q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+            d = host["db"] - q
+            return top(np.exp(-np.einsum("ij,ij->i", d, d)), k)
 
         def mlp_fn(x: np.ndarray) -> np.ndarray:
             z = np.maximum(x @ host["w1"] + host["b1"], 0) @ host["w2"] + host["b2"]
@@ -241,6 +295,12 @@ def _thread_app(variant: str, host: dict[str, np.ndarray], lag: LagMonitor,
         served[0] += 1
         return ArrayJSONResponse({"indices": i, "scores": v})
 
+    async def score(request: Request) -> ArrayJSONResponse:
+        q, k = await read_score(request)
+        v, i = await anyio.to_thread.run_sync(score_fn, q, k)
+        served[0] += 1
+        return ArrayJSONResponse({"indices": i, "scores": v})
+
     async def mlp(request: Request) -> ArrayJSONResponse:
         x = await read_mlp(request)
         probs = await anyio.to_thread.run_sync(mlp_fn, x)
@@ -249,7 +309,7 @@ def _thread_app(variant: str, host: dict[str, np.ndarray], lag: LagMonitor,
 
     async def stats(request: Request) -> ArrayJSONResponse:
         return ArrayJSONResponse({"served": served[0], "launches": None,
-                                  "submissions": None, **lag.summary()})
+                                  "submissions": None, **lag.summary(_since(request))})
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -263,7 +323,8 @@ def _thread_app(variant: str, host: dict[str, np.ndarray], lag: LagMonitor,
         return error_response(exc)
 
     return Starlette(routes=[Route("/search", search, methods=["POST"]),
-                             Route("/mlp", mlp, methods=["POST"]), Route("/stats", stats)],
+                             Route("/mlp", mlp, methods=["POST"]),
+                             Route("/score", score, methods=["POST"]), Route("/stats", stats)],
                      lifespan=lifespan, exception_handlers={RequestError: refused})
 
 

@@ -237,6 +237,33 @@ async def test_health_metrics_and_reopening_after_a_device_loss():
         assert r.status_code == 200, r.text
 
 
+def _near_row(host: dict[str, np.ndarray], row: int, seed: int) -> np.ndarray:
+    """A query close to one resident row, so its scores are not all underflowed."""
+    noise = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
+    return (host["db"][row] + 0.05 * noise).astype(np.float32)
+
+
+def _score_top(host: dict[str, np.ndarray], q: np.ndarray, k: int) -> tuple[list, np.ndarray]:
+    d = host["db"].astype(np.float64) - q
+    s = np.exp(-(d * d).sum(1))
+    top = np.argsort(-s, kind="stable")[:k]
+    return top.tolist(), s[top]
+
+
+@pytest.mark.parametrize("variant", ["af", "numpy"])
+async def test_score_is_the_top_k_of_exp_minus_squared_distance(variant):
+    host = host_weights(ROWS)
+    q = _near_row(host, 17, 3)
+    async with asgi_client(create_app(variant, rows=ROWS)) as c:
+        r = await c.post("/score", json={"query": q.tolist(), "k": 4})
+        bad = await c.post("/score", json={"query": q.tolist(), "k": 101})
+    assert r.status_code == 200, r.text
+    top, scores = _score_top(host, q, 4)
+    assert r.json()["indices"][0] == 17 and r.json()["indices"] == top
+    np.testing.assert_allclose(r.json()["scores"], scores, rtol=1e-4, atol=1e-6)
+    assert bad.status_code == 422 and bad.json()["field"] == "k"
+
+
 @pytest.mark.parametrize("variant", ["numpy"])
 async def test_the_thread_variant_answers_the_same(variant):
     async with asgi_client(create_app(variant, rows=ROWS)) as c:

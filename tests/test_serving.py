@@ -101,6 +101,55 @@ async def test_admission_refuses_past_max_pending_and_counts(request):
         assert dev.metrics().admitted_now == 0
 
 
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def _hold(adm, clock: _Clock, seconds: float) -> None:
+    async with adm():
+        clock.now += seconds
+
+
+async def test_a_latency_target_shrinks_the_limit_under_slow_requests_and_grows_it_back():
+    from asyncfusion.runtime.admission import Admission
+
+    clock = _Clock()
+    adm = Admission(100, 1.0, target=0.020, clock=clock)
+    assert adm.limit == 100
+    for _ in range(3):  # slow requests back to back: one cut per target interval
+        await _hold(adm, clock, 0.030)
+    assert adm.limit == int(100 * 0.9 ** 3)
+    clock.now -= 0.015  # a slow request ends within the interval of the last cut: no cut
+    await _hold(adm, clock, 0.025)
+    assert adm.limit == int(100 * 0.9 ** 3)
+    for _ in range(40):
+        await _hold(adm, clock, 0.030)
+    assert adm.limit == 1  # it never goes below one slot
+    for _ in range(200):  # requests within the target: about one slot per limit's worth
+        await _hold(adm, clock, 0.005)
+    assert 15 <= adm.limit <= 25
+    for _ in range(20_000):
+        await _hold(adm, clock, 0.005)
+    assert adm.limit == 100  # capped by max_pending
+
+
+async def test_a_latency_target_refuses_past_the_adapted_limit(request):
+    async with device_for_test(request, max_pending=8, target_latency_ms=10) as dev:
+        adm = dev._admission
+        adm.window, adm.limit = 2.0, 2
+        async with dev.admit(), dev.admit():
+            with pytest.raises(af.Overloaded, match="latency target of 10 ms"):
+                async with dev.admit():
+                    pass
+        assert dev.metrics().rejected == 1
+    with pytest.raises(ValueError, match="target_latency_ms must be a positive"):
+        af.DeviceOptions(backend="numpy", target_latency_ms=0)
+
+
 async def test_a_waiting_admission_gets_the_next_free_slot(request):
     async with device_for_test(request, max_pending=1) as dev:
         order: list[str] = []

@@ -68,7 +68,9 @@ class Device:
         self._server = Server(
             Executor(self.streams, runner, self.backend, self.counters, opts.max_batch),
             opts.max_round, opts.max_batch, opts.max_wait_ms / 1000)
-        self._admission = Admission(opts.max_pending, opts.retry_after)
+        self._admission = Admission(
+            opts.max_pending, opts.retry_after,
+            None if opts.target_latency_ms is None else opts.target_latency_ms / 1000)
         self.transfers = Transfers()  # copies from other devices, settled before reads
         self.copy_work = CopyWork(weakref.ref(self))
         self._kept = self._server.executor.kept  # debug mode: notes where tensors are made

@@ -7,6 +7,7 @@ keywords; a bad value is refused when the device opens, naming the option.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,10 @@ class DeviceOptions:
         the rest wait or get :class:`~asyncfusion.Overloaded`.
     :param max_round: requests one round serves at most (None: all that wait), so a
         round's latency stays bounded under overload; the rest go in the next round.
+    :param target_latency_ms: a latency target for :meth:`Device.admit`: the number of
+        requests admitted at once adapts (at most ``max_pending``) so that each holds its
+        slot no longer than this; past it requests are refused at once (None: a fixed
+        ``max_pending``).
     :param retry_after: the seconds an ``Overloaded`` error suggests to wait.
     :param max_batch: instances one batched launch takes at most (None: as many as fit):
         equal programs of more tasks than this run as several launches per kernel.
@@ -61,6 +66,7 @@ class DeviceOptions:
     flush_threshold: int = 512
     max_pending: int | None = None
     max_round: int | None = None
+    target_latency_ms: float | None = None
     retry_after: float = 1.0
     max_batch: int | None = None
     max_wait_ms: float = 0.0
@@ -99,6 +105,11 @@ class DeviceOptions:
         retry = self.retry_after
         if not isinstance(retry, (int, float)) or isinstance(retry, bool) or not retry > 0:
             raise ValueError(f"retry_after must be a positive number of seconds, not {retry!r}")
+        target = self.target_latency_ms
+        if target is not None and (not isinstance(target, (int, float))
+                                   or isinstance(target, bool) or not 0 < target < math.inf):
+            raise ValueError(f"target_latency_ms must be a positive number of milliseconds "
+                             f"or None (a fixed max_pending), not {target!r}")
         wait = self.max_wait_ms
         if not isinstance(wait, (int, float)) or isinstance(wait, bool) \
                 or not 0 <= wait < float("inf"):
