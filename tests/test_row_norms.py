@@ -262,11 +262,12 @@ async def test_random_rows_one_launch_equal_numpy(dev, ref, rows, n, name, scale
 
 @pytest.mark.parametrize("case", ["softmax_held", "layer_norm_held"])
 def test_generated_wgsl_of_held_rows_matches_golden(case):
-    if case == "softmax_held":  # subgroup shuffles; x and exp(x - max) held, 4 each
-        k, sg, slots = _kernel(af.softmax), True, 4
+    if case == "softmax_held":  # subgroup shuffles, 8 rows a subgroup of 32 (no
+        # barrier there); x and exp(x - max) held, 4 each
+        k, sg, slots, tpr = _kernel(af.softmax), True, 4, 4
     else:  # a tree in workgroup memory; x and x - mean held, 2 each
-        k, sg, slots = _kernel(lambda x: af.layer_norm(x, x[0], x[1])), False, 2
-    _golden(case, render(k, 256, sg, slots))
+        k, sg, slots, tpr = _kernel(lambda x: af.layer_norm(x, x[0], x[1])), False, 2, 32
+    _golden(case, render(k, 256, sg, slots, tpr=tpr))
 
 
 def test_kernel_titles_name_the_work_phase_by_phase():
