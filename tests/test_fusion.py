@@ -239,7 +239,8 @@ def test_generated_wgsl_matches_golden(case):
     else:  # a transposed view read through its strides, fused with the add
         out = m.T + 1.0
     sg = case.endswith("subgroups")
-    text = "\n".join(f"// kernel {i}\n{render(k, 256, sg)}" for i, k in enumerate(kernels(dev)))
+    text = "\n".join(f"// kernel {i}\n{render(k, 256, sg, tpr=16 if k.reduces else 1)}"
+                     for i, k in enumerate(kernels(dev)))
     _golden(case, text)
     del out
 

@@ -199,6 +199,30 @@ async def test_norms_of_unrelated_rows_stay_one_kernel_each(dev):
         assert (await out.to_data()).shape == host.shape
 
 
+async def test_independent_reductions_of_other_data_are_kernels_of_their_own(dev):
+    # Chained, K scorings of K databases would run each row's K passes one after another
+    # in one thread; as K kernels they run side by side (one pass each).
+    rng = np.random.default_rng(5)
+    dbs = [rng.random((64, 256), dtype=np.float32) for _ in range(4)]
+    q = rng.random(256, dtype=np.float32)
+    tq = af.tensor(q, device=dev)
+    tdbs = [af.tensor(d, device=dev) for d in dbs]
+    await dev.sync()
+    dev.reset_stats()
+    outs = [(-((t - tq) ** 2).sum(axis=1)).exp() for t in tdbs]
+    await dev.sync()
+    assert dev.stats().kernels == {"reduce[sub square sum neg exp]": 4}
+    for d, out in zip(dbs, outs, strict=True):
+        assert_close(await out.to_data(), np.exp(-((d - q) ** 2).sum(axis=1)),
+                     rtol=1e-5, atol=1e-6)
+    dev.reset_stats()  # the same data: one kernel, its second phase reads nothing new
+    x = tdbs[0]
+    both = x.sum(-1) + (x * x).sum(-1)
+    assert_close(await both.to_data(), dbs[0].sum(-1) + (dbs[0] ** 2).sum(-1),
+                 rtol=1e-5, atol=1e-4)
+    assert dev.stats().launches == 1
+
+
 async def test_an_arg_reduction_may_open_the_chain(dev, ref):
     x = W[0]
     await check(dev, ref, lambda t: t.argmax(-1) + t.sum(-1),
@@ -238,11 +262,12 @@ async def test_random_rows_one_launch_equal_numpy(dev, ref, rows, n, name, scale
 
 @pytest.mark.parametrize("case", ["softmax_held", "layer_norm_held"])
 def test_generated_wgsl_of_held_rows_matches_golden(case):
-    if case == "softmax_held":  # subgroup shuffles; x and exp(x - max) held, 4 each
-        k, sg, slots = _kernel(af.softmax), True, 4
+    if case == "softmax_held":  # subgroup shuffles, 8 rows a subgroup of 32 (no
+        # barrier there); x and exp(x - max) held, 4 each
+        k, sg, slots, tpr = _kernel(af.softmax), True, 4, 4
     else:  # a tree in workgroup memory; x and x - mean held, 2 each
-        k, sg, slots = _kernel(lambda x: af.layer_norm(x, x[0], x[1])), False, 2
-    _golden(case, render(k, 256, sg, slots))
+        k, sg, slots, tpr = _kernel(lambda x: af.layer_norm(x, x[0], x[1])), False, 2, 32
+    _golden(case, render(k, 256, sg, slots, tpr=tpr))
 
 
 def test_kernel_titles_name_the_work_phase_by_phase():

@@ -177,12 +177,14 @@ async def test_softmax_and_scoring_over_word_rows_equal_numpy(dev, variants):
 
 @pytest.mark.parametrize("case", ["reduce_score_words", "softmax_words"])
 def test_generated_wgsl_of_word_rows_matches_golden(case):
-    if case == "reduce_score_words":  # read again each pass (one here), a tree per row
+    if case == "reduce_score_words":  # read again each pass (one here), 16 threads a
+        # row of 256 (4 words each), subgroup shuffles (no barrier on a GPU)
         k = _kernel(lambda x, q: (-((x - q) ** 2).sum(1)).exp())
-        text = render(k, 256, False, 0, RowWords(frozenset({0, 1}), frozenset()))
-    else:  # held in vec4 registers, 4 words a thread; subgroup shuffles; stored in words
+        text = render(k, 256, True, 0, RowWords(frozenset({0, 1}), frozenset()), 16)
+    else:  # held in vec4 registers, 4 words a thread; a row over 256 threads: subgroup
+        # shuffles, then the subgroups' partials through workgroup memory; stored in words
         k = _kernel(lambda x, q: af.softmax(x))
-        text = render(k, 256, True, 4, RowWords(frozenset({0}), frozenset({0})))
+        text = render(k, 256, True, 4, RowWords(frozenset({0}), frozenset({0})), 256)
     _golden(case, text)
 
 

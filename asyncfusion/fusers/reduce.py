@@ -9,7 +9,11 @@ work (run per element again, reading OUT values broadcast along the reduced axes
 ``e / e.sum(-1, keepdims=True)``). A later reduction of an element value over the same
 axes opens the next phase of the same kernel, so ``x - x.max(-1, keepdims=True)``, its
 ``exp``, the ``sum`` of that and the division are one kernel (softmax; layer_norm's mean
-then variance likewise).
+then variance likewise) — where the next phase needs the chain: its value reads an
+earlier result, or only tensors the chain already reads (``x.argmax(-1) + x.sum(-1)``).
+A reduction of other data that reads no result is a kernel of its own: chained, each
+row's passes would run one after another in one thread where separate kernels run side
+by side (K independent scorings of K databases are K kernels, not K / 3 of 3 passes).
 
 POST ops at the end whose results are only read by later ops are handed back (trimmed)
 when that leaves the kernel storing row values only: the next kernel recomputes them on
@@ -41,6 +45,11 @@ class ReduceFuser(BlockFuser):
         self.out_shapes: list[tuple[int, ...]] = []  # of the row values (repeats kept)
         self.keep_shape: tuple[int, ...] = ()
         self.value_level: dict[int, tuple[Level, tuple[int, ...]]] = {}
+        # per element value: the tensors made elsewhere it reads per element, and
+        # whether it reads a row value (a result of the chain)
+        self.reads: dict[int, frozenset[int]] = {}
+        self.tied: set[int] = set()
+        self.chain_reads: list[frozenset[int]] = []  # per reduction: what its value reads
 
     def level(self, op: OperationIr) -> Level | None:
         if type(op) is IotaOp:
@@ -55,6 +64,7 @@ class ReduceFuser(BlockFuser):
             if op.out.shape != self.space:
                 return None
             self.value_level[op.out.id] = (Level.ROW, op.out.shape)
+            self._track(op)
             return Level.ROW
         return self._after(op)
 
@@ -80,7 +90,11 @@ class ReduceFuser(BlockFuser):
                     REDUCTIONS[op.op].arg or (src is not None and src[0] is Level.OUT
                                               and self.keep_shape != self.space):
                 return None
+            tied = op.input.id in self.tied or (src is not None and src[0] is Level.OUT)
+            if not tied and not self._reads(op.input) <= frozenset().union(*self.chain_reads):
+                return None  # independent of the chain and reading other data
             level = Level.POST
+        self.chain_reads.append(self._reads(op.input))
         self.chain.append(len(self.taken))
         self.out_shapes.append(op.out.shape)
         self.value_level[op.out.id] = (Level.OUT, op.out.shape)
@@ -102,7 +116,24 @@ class ReduceFuser(BlockFuser):
         else:
             return None
         self.value_level[op.out.id] = (level, op.out.shape)
+        if level is Level.POST:
+            self._track(op)
         return level
+
+    def _reads(self, t: TensorIr) -> frozenset[int]:
+        """The tensors made elsewhere that element value ``t`` reads per element."""
+        if t.id in self.reads:
+            return self.reads[t.id]
+        return frozenset() if t.id in self.value_level or t.id in self.iotas else \
+            frozenset((t.id,))
+
+    def _track(self, op: ElementwiseOp) -> None:
+        """What element op ``op`` reads, and whether it reads a row value."""
+        ins = [t for t in op.inputs() if isinstance(t, TensorIr)]
+        self.reads[op.out.id] = frozenset().union(*(self._reads(t) for t in ins))
+        if any(t.id in self.tied or self.value_level.get(t.id, (None,))[0] is Level.OUT
+               for t in ins):
+            self.tied.add(op.out.id)
 
     def alias(self, op: ViewOp) -> Level | None:
         """A row value seen with or without the reduced dims (``logsumexp``'s result
@@ -121,8 +152,11 @@ class ReduceFuser(BlockFuser):
     def on_untake(self, op: OperationIr) -> None:
         for t in op.outputs():
             self.value_level.pop(t.id, None)
+            self.reads.pop(t.id, None)
+            self.tied.discard(t.id)
         if type(op) is ReduceOp:
             self.chain.pop()
+            self.chain_reads.pop()
             self.out_shapes.remove(op.out.shape)
             if not self.chain:
                 self.reduce_at = None

@@ -15,10 +15,10 @@ fn af_better(x: f32, xi: u32, a: f32, ai: u32) -> bool {
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(subgroup_size) sgs: u32) {
   let n_out = params.w[0][0];
   let n_red = params.w[0][1];
-  let tpr = params.w[0][2];
+  const tpr = 16u;
   let slot = lid / tpr;
   let lane = lid % tpr;
-  let row = (wid.x + wid.y * nwg.x) * params.w[0][3] + slot;
+  let row = (wid.x + wid.y * nwg.x) * 16u + slot;
   let valid = row < n_out;
   var acc: f32 = bitcast<f32>(0xff800000u);
   var acc_i: u32 = 0xffffffffu;
@@ -78,30 +78,46 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       }
     }
   }
-  let width = min(tpr, sgs);
-  for (var s = width / 2u; s > 0u; s = s / 2u) {
-    let o = subgroupShuffleXor(acc, s);
-    let oi = subgroupShuffleXor(acc_i, s);
+  if (8u < sgs) {
+    let o = subgroupShuffleXor(acc, 8u);
+    let oi = subgroupShuffleXor(acc_i, 8u);
     if (af_better(o, oi, acc, acc_i)) { acc = o; acc_i = oi; }
   }
-  let parts = tpr / width;
-  if (lane % width == 0u) {
-    red_v[slot * parts + lane / width] = acc;
-    red_i[slot * parts + lane / width] = acc_i;
+  if (4u < sgs) {
+    let o = subgroupShuffleXor(acc, 4u);
+    let oi = subgroupShuffleXor(acc_i, 4u);
+    if (af_better(o, oi, acc, acc_i)) { acc = o; acc_i = oi; }
   }
-  workgroupBarrier();
-  for (var s = parts / 2u; s > 0u; s = s / 2u) {
-    if (lane < s) {
-      if (af_better(red_v[slot * parts + lane + s], red_i[slot * parts + lane + s], red_v[slot * parts + lane], red_i[slot * parts + lane])) { red_v[slot * parts + lane] = red_v[slot * parts + lane + s]; red_i[slot * parts + lane] = red_i[slot * parts + lane + s]; }
+  {
+    let o = subgroupShuffleXor(acc, 2u);
+    let oi = subgroupShuffleXor(acc_i, 2u);
+    if (af_better(o, oi, acc, acc_i)) { acc = o; acc_i = oi; }
+  }
+  {
+    let o = subgroupShuffleXor(acc, 1u);
+    let oi = subgroupShuffleXor(acc_i, 1u);
+    if (af_better(o, oi, acc, acc_i)) { acc = o; acc_i = oi; }
+  }
+  if (tpr > sgs) {
+    let parts = tpr / sgs;
+    if (lid % sgs == 0u) {
+      red_v[lid / sgs] = acc;
+      red_i[lid / sgs] = acc_i;
     }
     workgroupBarrier();
+    acc = red_v[slot * parts];
+    acc_i = red_i[slot * parts];
+    for (var m = 1u; m < parts; m = m + 1u) {
+      if (af_better(red_v[slot * parts + m], red_i[slot * parts + m], acc, acc_i)) { acc = red_v[slot * parts + m]; acc_i = red_i[slot * parts + m]; }
+    }
   }
-  let first = slot * parts;
+  let row_v = acc;
+  let row_i = acc_i;
   if (valid && lane == 0u) {
     var q_row = row;
     let c0 = q_row;
     let c1 = 0u;
-    let res = i32(red_i[first]);
+    let res = i32(row_i);
     out0[row] = res;
   }
 }

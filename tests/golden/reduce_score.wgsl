@@ -33,10 +33,10 @@ var<workgroup> red_v: array<f32, 256>;
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let n_out = params.w[0][0];
   let n_red = params.w[0][1];
-  let tpr = params.w[0][2];
+  const tpr = 16u;
   let slot = lid / tpr;
   let lane = lid % tpr;
-  let row = (wid.x + wid.y * nwg.x) * params.w[0][3] + slot;
+  let row = (wid.x + wid.y * nwg.x) * 16u + slot;
   let valid = row < n_out;
   var acc: f32 = f32(0);
   if (valid) {
@@ -110,16 +110,17 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   workgroupBarrier();
   for (var s = tpr / 2u; s > 0u; s = s / 2u) {
     if (lane < s) {
-      red_v[slot * tpr + lane] = (red_v[slot * tpr + lane] + red_v[slot * tpr + lane + s]);
+      red_v[lid] = (red_v[lid] + red_v[lid + s]);
     }
     workgroupBarrier();
   }
-  let first = slot * tpr;
+  acc = red_v[lid - lane];
+  let row_v = acc;
   if (valid && lane == 0u) {
     var q_row = row;
     let c0 = q_row;
     let c1 = 0u;
-    let res = red_v[first];
+    let res = row_v;
     let v2 = (-res);
     let v3 = af_exp_f32(v2);
     out0[row] = v3;

@@ -29,13 +29,13 @@ fn af_unmagic(t: f32) -> f32 {
 }
 var<workgroup> red_v: array<f32, 256>;
 @compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(subgroup_size) sgs: u32) {
   let n_out = params.w[0][0];
   let n_red = params.w[0][1];
-  let tpr = params.w[0][2];
+  const tpr = 16u;
   let slot = lid / tpr;
   let lane = lid % tpr;
-  let row = (wid.x + wid.y * nwg.x) * params.w[0][3] + slot;
+  let row = (wid.x + wid.y * nwg.x) * 16u + slot;
   let valid = row < n_out;
   let n_w = n_red / 4u;
   var acc: f32 = f32(0);
@@ -126,20 +126,39 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       }
     }
   }
-  red_v[lid] = acc;
-  workgroupBarrier();
-  for (var s = tpr / 2u; s > 0u; s = s / 2u) {
-    if (lane < s) {
-      red_v[slot * tpr + lane] = (red_v[slot * tpr + lane] + red_v[slot * tpr + lane + s]);
+  if (8u < sgs) {
+    let o = subgroupShuffleXor(acc, 8u);
+    acc = (acc + o);
+  }
+  if (4u < sgs) {
+    let o = subgroupShuffleXor(acc, 4u);
+    acc = (acc + o);
+  }
+  {
+    let o = subgroupShuffleXor(acc, 2u);
+    acc = (acc + o);
+  }
+  {
+    let o = subgroupShuffleXor(acc, 1u);
+    acc = (acc + o);
+  }
+  if (tpr > sgs) {
+    let parts = tpr / sgs;
+    if (lid % sgs == 0u) {
+      red_v[lid / sgs] = acc;
     }
     workgroupBarrier();
+    acc = red_v[slot * parts];
+    for (var m = 1u; m < parts; m = m + 1u) {
+      acc = (acc + red_v[slot * parts + m]);
+    }
   }
-  let first = slot * tpr;
+  let row_v = acc;
   if (valid && lane == 0u) {
     var q_row = row;
     let c0 = q_row;
     let c1 = 0u;
-    let res = red_v[first];
+    let res = row_v;
     let v2 = (-res);
     let v3 = af_exp_f32(v2);
     out0[row] = v3;

@@ -40,10 +40,10 @@ var<workgroup> red_v1: array<f32, 256>;
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
   let n_out = params.w[0][0];
   let n_red = params.w[0][1];
-  let tpr = params.w[0][2];
+  const tpr = 16u;
   let slot = lid / tpr;
   let lane = lid % tpr;
-  let row = (wid.x + wid.y * nwg.x) * params.w[0][3] + slot;
+  let row = (wid.x + wid.y * nwg.x) * 16u + slot;
   let valid = row < n_out;
   var acc: f32 = bitcast<f32>(0xff800000u);
   if (valid) {
@@ -101,17 +101,18 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   workgroupBarrier();
   for (var s = tpr / 2u; s > 0u; s = s / 2u) {
     if (lane < s) {
-      red_v[slot * tpr + lane] = select(max(red_v[slot * tpr + lane], red_v[slot * tpr + lane + s]), red_v[slot * tpr + lane] + red_v[slot * tpr + lane + s], ((bitcast<u32>(red_v[slot * tpr + lane]) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(red_v[slot * tpr + lane + s]) & 0x7fffffffu) > 0x7f800000u));
+      red_v[lid] = select(max(red_v[lid], red_v[lid + s]), red_v[lid] + red_v[lid + s], ((bitcast<u32>(red_v[lid]) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(red_v[lid + s]) & 0x7fffffffu) > 0x7f800000u));
     }
     workgroupBarrier();
   }
-  let first = slot * tpr;
+  acc = red_v[lid - lane];
+  let row_v = acc;
   var acc1: f32 = f32(0);
   if (valid) {
     var q_row = row;
     let c0 = q_row;
     let b0 = bitcast<i32>(params.w[1][2]) + i32(c0) * bitcast<i32>(params.w[1][3]);
-    let res = red_v[first];
+    let res = row_v;
     for (var p0 = lane; p0 < n_red; p0 = p0 + tpr * 1024u) {
       let p1 = min(n_red, p0 + tpr * 1024u);
       var p = p0;
@@ -173,17 +174,18 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
   workgroupBarrier();
   for (var s = tpr / 2u; s > 0u; s = s / 2u) {
     if (lane < s) {
-      red_v1[slot * tpr + lane] = (red_v1[slot * tpr + lane] + red_v1[slot * tpr + lane + s]);
+      red_v1[lid] = (red_v1[lid] + red_v1[lid + s]);
     }
     workgroupBarrier();
   }
-  let first1 = slot * tpr;
+  acc1 = red_v1[lid - lane];
+  let row_v1 = acc1;
   if (valid) {
     var q_row = row;
     let c0 = q_row;
     let b0 = bitcast<i32>(params.w[1][2]) + i32(c0) * bitcast<i32>(params.w[1][3]);
-    let res = red_v[first];
-    let res1 = red_v1[first1];
+    let res = row_v;
+    let res1 = row_v1;
     for (var p0 = lane; p0 < n_red; p0 = p0 + tpr * 1024u) {
       let p1 = min(n_red, p0 + tpr * 1024u);
       var p = p0;

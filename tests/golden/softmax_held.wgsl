@@ -39,10 +39,10 @@ var<workgroup> red_v1: array<f32, 256>;
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(subgroup_size) sgs: u32) {
   let n_out = params.w[0][0];
   let n_red = params.w[0][1];
-  let tpr = params.w[0][2];
+  const tpr = 4u;
   let slot = lid / tpr;
   let lane = lid % tpr;
-  let row = (wid.x + wid.y * nwg.x) * params.w[0][3] + slot;
+  let row = (wid.x + wid.y * nwg.x) * 64u + slot;
   let valid = row < n_out;
   var h_a0: array<f32, 4>;
   var h_v1: array<f32, 4>;
@@ -52,17 +52,71 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let c0 = q_row;
     let b0 = bitcast<i32>(params.w[1][2]) + i32(c0) * bitcast<i32>(params.w[1][3]);
     var l_a0: array<f32, 4>;
-    for (var j = 0u; j < 4u; j = j + 1u) {
-      let r = lane + j * tpr;
-      if (r >= n_red) { break; }
+    if (lane + 0u < n_red) {
+      let j = 0u;
+      let r = lane + 0u;
       var q_r = r;
       let c1 = q_r;
       let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0]))];
       l_a0[j] = a0;
     }
-    for (var j = 0u; j < 4u; j = j + 1u) {
-      let r = lane + j * tpr;
-      if (r >= n_red) { break; }
+    if (lane + 4u < n_red) {
+      let j = 1u;
+      let r = lane + 4u;
+      var q_r = r;
+      let c1 = q_r;
+      let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0]))];
+      l_a0[j] = a0;
+    }
+    if (lane + 8u < n_red) {
+      let j = 2u;
+      let r = lane + 8u;
+      var q_r = r;
+      let c1 = q_r;
+      let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0]))];
+      l_a0[j] = a0;
+    }
+    if (lane + 12u < n_red) {
+      let j = 3u;
+      let r = lane + 12u;
+      var q_r = r;
+      let c1 = q_r;
+      let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0]))];
+      l_a0[j] = a0;
+    }
+    if (lane + 0u < n_red) {
+      let j = 0u;
+      let r = lane + 0u;
+      var q_r = r;
+      let c1 = q_r;
+      let a0 = l_a0[j];
+      h_a0[j] = a0;
+      let x = a0;
+      acc = select(max(acc, x), acc + x, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u));
+    }
+    if (lane + 4u < n_red) {
+      let j = 1u;
+      let r = lane + 4u;
+      var q_r = r;
+      let c1 = q_r;
+      let a0 = l_a0[j];
+      h_a0[j] = a0;
+      let x = a0;
+      acc = select(max(acc, x), acc + x, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u));
+    }
+    if (lane + 8u < n_red) {
+      let j = 2u;
+      let r = lane + 8u;
+      var q_r = r;
+      let c1 = q_r;
+      let a0 = l_a0[j];
+      h_a0[j] = a0;
+      let x = a0;
+      acc = select(max(acc, x), acc + x, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u));
+    }
+    if (lane + 12u < n_red) {
+      let j = 3u;
+      let r = lane + 12u;
       var q_r = r;
       let c1 = q_r;
       let a0 = l_a0[j];
@@ -71,31 +125,59 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       acc = select(max(acc, x), acc + x, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u));
     }
   }
-  let width = min(tpr, sgs);
-  for (var s = width / 2u; s > 0u; s = s / 2u) {
-    let o = subgroupShuffleXor(acc, s);
+  {
+    let o = subgroupShuffleXor(acc, 2u);
     acc = select(max(acc, o), acc + o, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(o) & 0x7fffffffu) > 0x7f800000u));
   }
-  let parts = tpr / width;
-  if (lane % width == 0u) {
-    red_v[slot * parts + lane / width] = acc;
+  {
+    let o = subgroupShuffleXor(acc, 1u);
+    acc = select(max(acc, o), acc + o, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(o) & 0x7fffffffu) > 0x7f800000u));
   }
-  workgroupBarrier();
-  for (var s = parts / 2u; s > 0u; s = s / 2u) {
-    if (lane < s) {
-      red_v[slot * parts + lane] = select(max(red_v[slot * parts + lane], red_v[slot * parts + lane + s]), red_v[slot * parts + lane] + red_v[slot * parts + lane + s], ((bitcast<u32>(red_v[slot * parts + lane]) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(red_v[slot * parts + lane + s]) & 0x7fffffffu) > 0x7f800000u));
-    }
-    workgroupBarrier();
-  }
-  let first = slot * parts;
+  let row_v = acc;
   var acc1: f32 = f32(0);
   if (valid) {
     var q_row = row;
     let c0 = q_row;
-    let res = red_v[first];
-    for (var j = 0u; j < 4u; j = j + 1u) {
-      let r = lane + j * tpr;
-      if (r >= n_red) { break; }
+    let res = row_v;
+    if (lane + 0u < n_red) {
+      let j = 0u;
+      let r = lane + 0u;
+      var q_r = r;
+      let c1 = q_r;
+      let a0 = h_a0[j];
+      let v0 = select((a0 - res), f32(bitcast<f32>(0x7fc00000u)), ((bitcast<u32>(a0) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(res) & 0x7fffffffu) > 0x7f800000u) | (((bitcast<u32>(a0) & u32(0x7fffffffu)) == u32(0x7f800000u)) & (bitcast<u32>(a0) == (bitcast<u32>(res) ^ u32(0u)))));
+      let v1 = af_exp_f32(v0);
+      h_v1[j] = v1;
+      let x = v1;
+      acc1 = (acc1 + x);
+    }
+    if (lane + 4u < n_red) {
+      let j = 1u;
+      let r = lane + 4u;
+      var q_r = r;
+      let c1 = q_r;
+      let a0 = h_a0[j];
+      let v0 = select((a0 - res), f32(bitcast<f32>(0x7fc00000u)), ((bitcast<u32>(a0) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(res) & 0x7fffffffu) > 0x7f800000u) | (((bitcast<u32>(a0) & u32(0x7fffffffu)) == u32(0x7f800000u)) & (bitcast<u32>(a0) == (bitcast<u32>(res) ^ u32(0u)))));
+      let v1 = af_exp_f32(v0);
+      h_v1[j] = v1;
+      let x = v1;
+      acc1 = (acc1 + x);
+    }
+    if (lane + 8u < n_red) {
+      let j = 2u;
+      let r = lane + 8u;
+      var q_r = r;
+      let c1 = q_r;
+      let a0 = h_a0[j];
+      let v0 = select((a0 - res), f32(bitcast<f32>(0x7fc00000u)), ((bitcast<u32>(a0) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(res) & 0x7fffffffu) > 0x7f800000u) | (((bitcast<u32>(a0) & u32(0x7fffffffu)) == u32(0x7f800000u)) & (bitcast<u32>(a0) == (bitcast<u32>(res) ^ u32(0u)))));
+      let v1 = af_exp_f32(v0);
+      h_v1[j] = v1;
+      let x = v1;
+      acc1 = (acc1 + x);
+    }
+    if (lane + 12u < n_red) {
+      let j = 3u;
+      let r = lane + 12u;
       var q_r = r;
       let c1 = q_r;
       let a0 = h_a0[j];
@@ -106,30 +188,49 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       acc1 = (acc1 + x);
     }
   }
-  let width1 = min(tpr, sgs);
-  for (var s = width1 / 2u; s > 0u; s = s / 2u) {
-    let o = subgroupShuffleXor(acc1, s);
+  {
+    let o = subgroupShuffleXor(acc1, 2u);
     acc1 = (acc1 + o);
   }
-  let parts1 = tpr / width1;
-  if (lane % width1 == 0u) {
-    red_v1[slot * parts1 + lane / width1] = acc1;
+  {
+    let o = subgroupShuffleXor(acc1, 1u);
+    acc1 = (acc1 + o);
   }
-  workgroupBarrier();
-  for (var s = parts1 / 2u; s > 0u; s = s / 2u) {
-    if (lane < s) {
-      red_v1[slot * parts1 + lane] = (red_v1[slot * parts1 + lane] + red_v1[slot * parts1 + lane + s]);
-    }
-    workgroupBarrier();
-  }
-  let first1 = slot * parts1;
+  let row_v1 = acc1;
   if (valid) {
     var q_row = row;
     let c0 = q_row;
-    let res1 = red_v1[first1];
-    for (var j = 0u; j < 4u; j = j + 1u) {
-      let r = lane + j * tpr;
-      if (r >= n_red) { break; }
+    let res1 = row_v1;
+    if (lane + 0u < n_red) {
+      let j = 0u;
+      let r = lane + 0u;
+      var q_r = r;
+      let c1 = q_r;
+      let v1 = h_v1[j];
+      let v2 = af_div_f32(v1, res1);
+      out0[u32(bitcast<i32>(params.w[2][1]) + i32(c0) * bitcast<i32>(params.w[2][2]) + i32(c1) * bitcast<i32>(params.w[2][3]))] = v2;
+    }
+    if (lane + 4u < n_red) {
+      let j = 1u;
+      let r = lane + 4u;
+      var q_r = r;
+      let c1 = q_r;
+      let v1 = h_v1[j];
+      let v2 = af_div_f32(v1, res1);
+      out0[u32(bitcast<i32>(params.w[2][1]) + i32(c0) * bitcast<i32>(params.w[2][2]) + i32(c1) * bitcast<i32>(params.w[2][3]))] = v2;
+    }
+    if (lane + 8u < n_red) {
+      let j = 2u;
+      let r = lane + 8u;
+      var q_r = r;
+      let c1 = q_r;
+      let v1 = h_v1[j];
+      let v2 = af_div_f32(v1, res1);
+      out0[u32(bitcast<i32>(params.w[2][1]) + i32(c0) * bitcast<i32>(params.w[2][2]) + i32(c1) * bitcast<i32>(params.w[2][3]))] = v2;
+    }
+    if (lane + 12u < n_red) {
+      let j = 3u;
+      let r = lane + 12u;
       var q_r = r;
       let c1 = q_r;
       let v1 = h_v1[j];

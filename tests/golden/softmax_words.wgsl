@@ -39,10 +39,10 @@ var<workgroup> red_v1: array<f32, 256>;
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, @builtin(subgroup_size) sgs: u32) {
   let n_out = params.w[0][0];
   let n_red = params.w[0][1];
-  let tpr = params.w[0][2];
+  const tpr = 256u;
   let slot = lid / tpr;
   let lane = lid % tpr;
-  let row = (wid.x + wid.y * nwg.x) * params.w[0][3] + slot;
+  let row = (wid.x + wid.y * nwg.x) * 1u + slot;
   let valid = row < n_out;
   let n_w = n_red / 4u;
   var h_a0: array<vec4<f32>, 4>;
@@ -53,18 +53,87 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let c0 = q_row;
     let b0 = bitcast<i32>(params.w[1][2]) + i32(c0) * bitcast<i32>(params.w[1][3]);
     var l_a0: array<vec4<f32>, 4>;
-    for (var j = 0u; j < 4u; j = j + 1u) {
-      let w = lane + j * tpr;
-      if (w >= n_w) { break; }
+    if (lane + 0u < n_w) {
+      let j = 0u;
+      let w = lane + 0u;
       let r = w * 4u;
       var q_r = r;
       let c1 = q_r;
       let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0])) / 4u];
       l_a0[j] = a0;
     }
-    for (var j = 0u; j < 4u; j = j + 1u) {
-      let w = lane + j * tpr;
-      if (w >= n_w) { break; }
+    if (lane + 256u < n_w) {
+      let j = 1u;
+      let w = lane + 256u;
+      let r = w * 4u;
+      var q_r = r;
+      let c1 = q_r;
+      let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0])) / 4u];
+      l_a0[j] = a0;
+    }
+    if (lane + 512u < n_w) {
+      let j = 2u;
+      let w = lane + 512u;
+      let r = w * 4u;
+      var q_r = r;
+      let c1 = q_r;
+      let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0])) / 4u];
+      l_a0[j] = a0;
+    }
+    if (lane + 768u < n_w) {
+      let j = 3u;
+      let w = lane + 768u;
+      let r = w * 4u;
+      var q_r = r;
+      let c1 = q_r;
+      let a0 = in0[u32(b0 + i32(c1) * bitcast<i32>(params.w[2][0])) / 4u];
+      l_a0[j] = a0;
+    }
+    if (lane + 0u < n_w) {
+      let j = 0u;
+      let w = lane + 0u;
+      let r = w * 4u;
+      var q_r = r;
+      let c1 = q_r;
+      let a0 = l_a0[j];
+      h_a0[j] = a0;
+      let x = a0;
+      acc = select(max(acc, x.x), acc + x.x, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(x.x) & 0x7fffffffu) > 0x7f800000u));
+      acc = select(max(acc, x.y), acc + x.y, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(x.y) & 0x7fffffffu) > 0x7f800000u));
+      acc = select(max(acc, x.z), acc + x.z, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(x.z) & 0x7fffffffu) > 0x7f800000u));
+      acc = select(max(acc, x.w), acc + x.w, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(x.w) & 0x7fffffffu) > 0x7f800000u));
+    }
+    if (lane + 256u < n_w) {
+      let j = 1u;
+      let w = lane + 256u;
+      let r = w * 4u;
+      var q_r = r;
+      let c1 = q_r;
+      let a0 = l_a0[j];
+      h_a0[j] = a0;
+      let x = a0;
+      acc = select(max(acc, x.x), acc + x.x, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(x.x) & 0x7fffffffu) > 0x7f800000u));
+      acc = select(max(acc, x.y), acc + x.y, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(x.y) & 0x7fffffffu) > 0x7f800000u));
+      acc = select(max(acc, x.z), acc + x.z, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(x.z) & 0x7fffffffu) > 0x7f800000u));
+      acc = select(max(acc, x.w), acc + x.w, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(x.w) & 0x7fffffffu) > 0x7f800000u));
+    }
+    if (lane + 512u < n_w) {
+      let j = 2u;
+      let w = lane + 512u;
+      let r = w * 4u;
+      var q_r = r;
+      let c1 = q_r;
+      let a0 = l_a0[j];
+      h_a0[j] = a0;
+      let x = a0;
+      acc = select(max(acc, x.x), acc + x.x, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(x.x) & 0x7fffffffu) > 0x7f800000u));
+      acc = select(max(acc, x.y), acc + x.y, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(x.y) & 0x7fffffffu) > 0x7f800000u));
+      acc = select(max(acc, x.z), acc + x.z, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(x.z) & 0x7fffffffu) > 0x7f800000u));
+      acc = select(max(acc, x.w), acc + x.w, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(x.w) & 0x7fffffffu) > 0x7f800000u));
+    }
+    if (lane + 768u < n_w) {
+      let j = 3u;
+      let w = lane + 768u;
       let r = w * 4u;
       var q_r = r;
       let c1 = q_r;
@@ -77,31 +146,106 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       acc = select(max(acc, x.w), acc + x.w, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(x.w) & 0x7fffffffu) > 0x7f800000u));
     }
   }
-  let width = min(tpr, sgs);
-  for (var s = width / 2u; s > 0u; s = s / 2u) {
-    let o = subgroupShuffleXor(acc, s);
+  if (128u < sgs) {
+    let o = subgroupShuffleXor(acc, 128u);
     acc = select(max(acc, o), acc + o, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(o) & 0x7fffffffu) > 0x7f800000u));
   }
-  let parts = tpr / width;
-  if (lane % width == 0u) {
-    red_v[slot * parts + lane / width] = acc;
+  if (64u < sgs) {
+    let o = subgroupShuffleXor(acc, 64u);
+    acc = select(max(acc, o), acc + o, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(o) & 0x7fffffffu) > 0x7f800000u));
   }
-  workgroupBarrier();
-  for (var s = parts / 2u; s > 0u; s = s / 2u) {
-    if (lane < s) {
-      red_v[slot * parts + lane] = select(max(red_v[slot * parts + lane], red_v[slot * parts + lane + s]), red_v[slot * parts + lane] + red_v[slot * parts + lane + s], ((bitcast<u32>(red_v[slot * parts + lane]) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(red_v[slot * parts + lane + s]) & 0x7fffffffu) > 0x7f800000u));
+  if (32u < sgs) {
+    let o = subgroupShuffleXor(acc, 32u);
+    acc = select(max(acc, o), acc + o, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(o) & 0x7fffffffu) > 0x7f800000u));
+  }
+  if (16u < sgs) {
+    let o = subgroupShuffleXor(acc, 16u);
+    acc = select(max(acc, o), acc + o, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(o) & 0x7fffffffu) > 0x7f800000u));
+  }
+  if (8u < sgs) {
+    let o = subgroupShuffleXor(acc, 8u);
+    acc = select(max(acc, o), acc + o, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(o) & 0x7fffffffu) > 0x7f800000u));
+  }
+  if (4u < sgs) {
+    let o = subgroupShuffleXor(acc, 4u);
+    acc = select(max(acc, o), acc + o, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(o) & 0x7fffffffu) > 0x7f800000u));
+  }
+  {
+    let o = subgroupShuffleXor(acc, 2u);
+    acc = select(max(acc, o), acc + o, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(o) & 0x7fffffffu) > 0x7f800000u));
+  }
+  {
+    let o = subgroupShuffleXor(acc, 1u);
+    acc = select(max(acc, o), acc + o, ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(o) & 0x7fffffffu) > 0x7f800000u));
+  }
+  if (tpr > sgs) {
+    let parts = tpr / sgs;
+    if (lid % sgs == 0u) {
+      red_v[lid / sgs] = acc;
     }
     workgroupBarrier();
+    acc = red_v[slot * parts];
+    for (var m = 1u; m < parts; m = m + 1u) {
+      acc = select(max(acc, red_v[slot * parts + m]), acc + red_v[slot * parts + m], ((bitcast<u32>(acc) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(red_v[slot * parts + m]) & 0x7fffffffu) > 0x7f800000u));
+    }
   }
-  let first = slot * parts;
+  let row_v = acc;
   var acc1: f32 = f32(0);
   if (valid) {
     var q_row = row;
     let c0 = q_row;
-    let res = red_v[first];
-    for (var j = 0u; j < 4u; j = j + 1u) {
-      let w = lane + j * tpr;
-      if (w >= n_w) { break; }
+    let res = row_v;
+    if (lane + 0u < n_w) {
+      let j = 0u;
+      let w = lane + 0u;
+      let r = w * 4u;
+      var q_r = r;
+      let c1 = q_r;
+      let a0 = h_a0[j];
+      let v0 = select((a0 - vec4<f32>(res)), vec4<f32>(bitcast<f32>(0x7fc00000u)), ((bitcast<vec4<u32>>(a0) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u)) | ((bitcast<vec4<u32>>(vec4<f32>(res)) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u)) | (((bitcast<vec4<u32>>(a0) & vec4<u32>(0x7fffffffu)) == vec4<u32>(0x7f800000u)) & (bitcast<vec4<u32>>(a0) == (bitcast<vec4<u32>>(vec4<f32>(res)) ^ vec4<u32>(0u)))));
+      let v1 = af_exp_f32_4(v0);
+      h_v1[j] = v1;
+      let x = v1;
+      acc1 = (acc1 + x.x);
+      acc1 = (acc1 + x.y);
+      acc1 = (acc1 + x.z);
+      acc1 = (acc1 + x.w);
+    }
+    if (lane + 256u < n_w) {
+      let j = 1u;
+      let w = lane + 256u;
+      let r = w * 4u;
+      var q_r = r;
+      let c1 = q_r;
+      let a0 = h_a0[j];
+      let v0 = select((a0 - vec4<f32>(res)), vec4<f32>(bitcast<f32>(0x7fc00000u)), ((bitcast<vec4<u32>>(a0) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u)) | ((bitcast<vec4<u32>>(vec4<f32>(res)) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u)) | (((bitcast<vec4<u32>>(a0) & vec4<u32>(0x7fffffffu)) == vec4<u32>(0x7f800000u)) & (bitcast<vec4<u32>>(a0) == (bitcast<vec4<u32>>(vec4<f32>(res)) ^ vec4<u32>(0u)))));
+      let v1 = af_exp_f32_4(v0);
+      h_v1[j] = v1;
+      let x = v1;
+      acc1 = (acc1 + x.x);
+      acc1 = (acc1 + x.y);
+      acc1 = (acc1 + x.z);
+      acc1 = (acc1 + x.w);
+    }
+    if (lane + 512u < n_w) {
+      let j = 2u;
+      let w = lane + 512u;
+      let r = w * 4u;
+      var q_r = r;
+      let c1 = q_r;
+      let a0 = h_a0[j];
+      let v0 = select((a0 - vec4<f32>(res)), vec4<f32>(bitcast<f32>(0x7fc00000u)), ((bitcast<vec4<u32>>(a0) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u)) | ((bitcast<vec4<u32>>(vec4<f32>(res)) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u)) | (((bitcast<vec4<u32>>(a0) & vec4<u32>(0x7fffffffu)) == vec4<u32>(0x7f800000u)) & (bitcast<vec4<u32>>(a0) == (bitcast<vec4<u32>>(vec4<f32>(res)) ^ vec4<u32>(0u)))));
+      let v1 = af_exp_f32_4(v0);
+      h_v1[j] = v1;
+      let x = v1;
+      acc1 = (acc1 + x.x);
+      acc1 = (acc1 + x.y);
+      acc1 = (acc1 + x.z);
+      acc1 = (acc1 + x.w);
+    }
+    if (lane + 768u < n_w) {
+      let j = 3u;
+      let w = lane + 768u;
       let r = w * 4u;
       var q_r = r;
       let c1 = q_r;
@@ -116,30 +260,87 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
       acc1 = (acc1 + x.w);
     }
   }
-  let width1 = min(tpr, sgs);
-  for (var s = width1 / 2u; s > 0u; s = s / 2u) {
-    let o = subgroupShuffleXor(acc1, s);
+  if (128u < sgs) {
+    let o = subgroupShuffleXor(acc1, 128u);
     acc1 = (acc1 + o);
   }
-  let parts1 = tpr / width1;
-  if (lane % width1 == 0u) {
-    red_v1[slot * parts1 + lane / width1] = acc1;
+  if (64u < sgs) {
+    let o = subgroupShuffleXor(acc1, 64u);
+    acc1 = (acc1 + o);
   }
-  workgroupBarrier();
-  for (var s = parts1 / 2u; s > 0u; s = s / 2u) {
-    if (lane < s) {
-      red_v1[slot * parts1 + lane] = (red_v1[slot * parts1 + lane] + red_v1[slot * parts1 + lane + s]);
+  if (32u < sgs) {
+    let o = subgroupShuffleXor(acc1, 32u);
+    acc1 = (acc1 + o);
+  }
+  if (16u < sgs) {
+    let o = subgroupShuffleXor(acc1, 16u);
+    acc1 = (acc1 + o);
+  }
+  if (8u < sgs) {
+    let o = subgroupShuffleXor(acc1, 8u);
+    acc1 = (acc1 + o);
+  }
+  if (4u < sgs) {
+    let o = subgroupShuffleXor(acc1, 4u);
+    acc1 = (acc1 + o);
+  }
+  {
+    let o = subgroupShuffleXor(acc1, 2u);
+    acc1 = (acc1 + o);
+  }
+  {
+    let o = subgroupShuffleXor(acc1, 1u);
+    acc1 = (acc1 + o);
+  }
+  if (tpr > sgs) {
+    let parts = tpr / sgs;
+    if (lid % sgs == 0u) {
+      red_v1[lid / sgs] = acc1;
     }
     workgroupBarrier();
+    acc1 = red_v1[slot * parts];
+    for (var m = 1u; m < parts; m = m + 1u) {
+      acc1 = (acc1 + red_v1[slot * parts + m]);
+    }
   }
-  let first1 = slot * parts1;
+  let row_v1 = acc1;
   if (valid) {
     var q_row = row;
     let c0 = q_row;
-    let res1 = red_v1[first1];
-    for (var j = 0u; j < 4u; j = j + 1u) {
-      let w = lane + j * tpr;
-      if (w >= n_w) { break; }
+    let res1 = row_v1;
+    if (lane + 0u < n_w) {
+      let j = 0u;
+      let w = lane + 0u;
+      let r = w * 4u;
+      var q_r = r;
+      let c1 = q_r;
+      let v1 = h_v1[j];
+      let v2 = af_div_f32_4(v1, vec4<f32>(res1));
+      out0[u32(bitcast<i32>(params.w[2][1]) + i32(c0) * bitcast<i32>(params.w[2][2]) + i32(c1) * bitcast<i32>(params.w[2][3])) / 4u] = v2;
+    }
+    if (lane + 256u < n_w) {
+      let j = 1u;
+      let w = lane + 256u;
+      let r = w * 4u;
+      var q_r = r;
+      let c1 = q_r;
+      let v1 = h_v1[j];
+      let v2 = af_div_f32_4(v1, vec4<f32>(res1));
+      out0[u32(bitcast<i32>(params.w[2][1]) + i32(c0) * bitcast<i32>(params.w[2][2]) + i32(c1) * bitcast<i32>(params.w[2][3])) / 4u] = v2;
+    }
+    if (lane + 512u < n_w) {
+      let j = 2u;
+      let w = lane + 512u;
+      let r = w * 4u;
+      var q_r = r;
+      let c1 = q_r;
+      let v1 = h_v1[j];
+      let v2 = af_div_f32_4(v1, vec4<f32>(res1));
+      out0[u32(bitcast<i32>(params.w[2][1]) + i32(c0) * bitcast<i32>(params.w[2][2]) + i32(c1) * bitcast<i32>(params.w[2][3])) / 4u] = v2;
+    }
+    if (lane + 768u < n_w) {
+      let j = 3u;
+      let w = lane + 768u;
       let r = w * 4u;
       var q_r = r;
       let c1 = q_r;

@@ -34,8 +34,9 @@ from .runtime import Buffer, Runtime, detach, get_runtime
 
 __all__ = ["WgpuBackend"]
 
-# How one kernel renders: a matmul's tiles, or a reduction's held slots and vec4 words.
-_Variant = MatmulTiles | tuple[int, RowWords | None]
+# How one kernel renders: a matmul's tiles, or a reduction's held slots, vec4 words and
+# threads per row.
+_Variant = MatmulTiles | tuple[int, RowWords | None, int]
 
 _MAX_KERNELS = 1024
 
@@ -208,7 +209,7 @@ class WgpuBackend:
                      dst.offset + dst_offset)
 
     # -- kernels -------------------------------------------------------------------------
-    def _wgsl(self, kernel: Kernel, variant: _Variant = (0, None)) -> str:
+    def _wgsl(self, kernel: Kernel, variant: _Variant = (0, None, 1)) -> str:
         key = (kernel, variant)
         text = self._kernels.get(key)
         if text is None:
@@ -228,7 +229,7 @@ class WgpuBackend:
         self.rt.check_alive()
         n = numel(args.shape)
         wg = self.rt.workgroup
-        variant: _Variant = (0, None)
+        variant: _Variant = (0, None, 1)
         if kernel.matmul:
             *batch, m, n_, _ = args.shape
             variant = tiles = with_layout(matmul_tiles(m, n_, self.limits, self.gpu,
@@ -240,7 +241,7 @@ class WgpuBackend:
             vec = row_words(kernel, args) if n_red else None
             lanes = 1 if vec is None else 4
             tpr = threads_per_row(n_out, n_red // lanes, wg, lanes)
-            variant = (row_slots(kernel, n_red // lanes, tpr, lanes), vec)
+            variant = (row_slots(kernel, n_red // lanes, tpr, lanes), vec, tpr)
         wgsl = self._wgsl(kernel, variant)
         self.faults.check("launch", kernel.names)
         if kernel.matmul:

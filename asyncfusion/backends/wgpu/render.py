@@ -3,15 +3,20 @@
 Primitive expressions come from the registry's WGSL rules; this module only lays out the
 kernel around them. Sizes, strides, offsets and scalars are never literals: they are
 read from the uniform ``params`` block (see :func:`param_words`), so one text serves every
-size. Element-wise kernels run a thread per element (or per ``vec4``); reduction kernels
-give each output row ``tpr`` threads of a workgroup and run their phases in turn (see
-:mod:`asyncfusion.kernel.rows`): a pass over the row folding in registers, the partials
-combined by subgroup shuffles or a tree in workgroup memory, the row values (OUT) and
-their stores, then the next phase's pass — over values held in registers since the
-first pass, or over the row read again. A thread keeps several loads of a row in flight:
-a pass that reads the row again takes ``UNROLL`` of its positions per loop trip, a held
-pass loads all its positions before working on them; where a launch's rows allow it
-(:class:`RowWords`), a position is a ``vec4`` word of four elements.
+size — but for a reduction's row schedule, which its launch chooses. Element-wise kernels
+run a thread per element (or per ``vec4``); reduction kernels give each output row
+``tpr`` threads of a workgroup (a constant of the text) and run their phases in turn
+(see :mod:`asyncfusion.kernel.rows`): a pass over the row folding in registers, the
+partials combined across the row — by subgroup shuffles alone where the row's threads
+are one subgroup or part of one (several rows per subgroup, no barrier), then through
+workgroup memory where a row spans subgroups (one barrier), or by a tree in workgroup
+memory where the adapter has no subgroup operations — the row values (OUT) and their
+stores, then the next phase's pass: over values held in registers since the first pass
+(slot by slot, written out, at constant indices), or over the row read again. A thread
+keeps several loads of a row in flight: a pass that reads the row again takes ``UNROLL``
+of its positions per loop trip, a held pass loads all its positions before working on
+them; where a launch's rows allow it (:class:`RowWords`), a position is a ``vec4`` word
+of four elements.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ __all__ = ["render", "enables", "param_words", "param", "RowWords", "HEAD_WORDS"
 HEAD_WORDS = 4  # n, n_red, threads per row, rows per workgroup
 INNER_STEPS = 1024  # lavapipe stops loops at 65,535 iterations: nest them
 UNROLL = 4  # positions of a row a thread reads at once in a pass that reads it again
+_MIN_SUBGROUP = 4  # WebGPU's least subgroup size: a row of at most 4 lanes fits any
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +102,7 @@ class _Writer:
         self.folded = [d for d, r in enumerate(kernel.reduced) if r]
         self.bases: set[int] = set()  # loads whose per-row index part b{i} is in scope
         self.held_pass = False  # rendering a held pass: its loads were prefetched
+        self.tpr = 1  # threads per row of a reduction
 
     def emit(self, line: str, depth: int = 1) -> None:
         self.lines.append("  " * depth + line)
@@ -316,12 +323,15 @@ class _Writer:
         self.emit("}", 0)
 
     # -- reduction schedule --------------------------------------------------------------
-    def reduction(self, slots: int) -> None:
+    def reduction(self, slots: int, tpr: int) -> None:
         """Phase by phase (see :mod:`asyncfusion.kernel.rows`): a pass over each row,
-        its fold combined across the row's threads, the row values and their stores;
-        ``slots`` > 0 holds values between passes in ``slots`` registers per thread."""
+        its fold combined across the row's ``tpr`` threads, the row values and their
+        stores; ``slots`` > 0 holds values between passes in ``slots`` registers per
+        thread."""
         k = self.k
         wg = self.wg
+        assert tpr >= 1 and wg % tpr == 0 and tpr & (tpr - 1) == 0, (tpr, wg)
+        self.tpr = tpr
         kept = [d for d, r in enumerate(k.reduced) if not r]
         phases = row_phases(k, slots > 0)
         for p, red in enumerate(k.reduces):
@@ -336,10 +346,10 @@ class _Writer:
                   f"@builtin(num_workgroups) nwg: vec3<u32>{sgs}) {{", 0)
         self.emit(f"let n_out = {param(0)};")
         self.emit(f"let n_red = {param(1)};")
-        self.emit(f"let tpr = {param(2)};")
-        self.emit(f"let slot = lid / tpr;")
+        self.emit(f"const tpr = {tpr}u;")  # threads per row, chosen at launch
+        self.emit("let slot = lid / tpr;")
         self.emit("let lane = lid % tpr;")
-        self.emit(f"let row = (wid.x + wid.y * nwg.x) * {param(3)} + slot;")
+        self.emit(f"let row = (wid.x + wid.y * nwg.x) * {wg // tpr}u + slot;")
         self.emit("let valid = row < n_out;")
         if self.row_words is not None:
             self.emit("let n_w = n_red / 4u;")  # the row's vec4 positions
@@ -389,11 +399,12 @@ class _Writer:
                 t = Ty(k.loads[i].dtype, self.v4).t
                 self.emit(f"var l_a{i}: array<{t}, {slots}>;", 2)
             for work in ((self._prefetch,) if ph.loads else ()) + (self._element,):
-                self.emit(f"for (var j = 0u; j < {slots}u; j = j + 1u) {{", 2)
-                self.emit(f"let {pos} = lane + j * tpr;", 3)
-                self.emit(f"if ({pos} >= {count}) {{ break; }}", 3)
-                work(ph, folded, 3)
-                self.emit("}", 2)
+                for j in range(slots):  # written out: registers at constant indices
+                    self.emit(f"if (lane + {j * self.tpr}u < {count}) {{", 2)
+                    self.emit(f"let j = {j}u;", 3)
+                    self.emit(f"let {pos} = lane + {j * self.tpr}u;", 3)
+                    work(ph, folded, 3)
+                    self.emit("}", 2)
         else:
             self._row_loop(2, pos, count, lambda depth: self._element(ph, folded, depth))
         self.v4 = False
@@ -461,9 +472,9 @@ class _Writer:
         for p in rows.results:
             red = self.k.reduces[p]
             n = _nth(p)
-            first = f"red_v{n}[first{n}]"
+            first = f"row_v{n}"
             if REDUCTIONS[red.op].arg:
-                res = f"i32(red_i{n}[first{n}])"
+                res = f"i32(row_i{n})"
             elif red.out is DType.bool:
                 res = f"({first} != 0u)"
             elif red.out is not red.acc:  # float16 folded in float32, int16 in int32
@@ -487,58 +498,81 @@ class _Writer:
             assert spec.combine is not None
             self.emit(f"{a[0]} = {spec.combine(a[0], b[0], red.acc)};", depth)
 
-    def _tree(self, p: int, base: str, count: str) -> None:
-        """Fold ``count`` shared slots of reduction ``p`` from ``base`` into the first, as
-        a tree."""
-        v, i = f"red_v{_nth(p)}", f"red_i{_nth(p)}"
-        self.emit(f"for (var s = {count} / 2u; s > 0u; s = s / 2u) {{")
+    def _combine(self, p: int) -> None:
+        """Reduction ``p``'s partials combined per row into ``row_v`` (``row_i``), which
+        every thread of the row then holds: by subgroup shuffles where the adapter has
+        them (32-bit accumulators), else by a tree in workgroup memory."""
+        n = _nth(p)
+        if self.tpr > 1 and self.subgroups and self.k.reduces[p].acc.itemsize == 4:
+            self._combine_subgroups(p)
+        elif self.tpr > 1:
+            self._combine_tree(p)
+        self.emit(f"let row_v{n} = acc{n};")
+        if REDUCTIONS[self.k.reduces[p].op].arg:
+            self.emit(f"let row_i{n} = acc_i{n};")
+
+    def _pairs(self, p: int, at: str) -> tuple[str, str]:
+        n = _nth(p)
+        return f"red_v{n}[{at}]", f"red_i{n}[{at}]"
+
+    def _take(self, p: int, at: str, depth: int = 1) -> None:
+        """``acc = `` shared slot ``at`` of reduction ``p``."""
+        n = _nth(p)
+        v, i = self._pairs(p, at)
+        self.emit(f"acc{n} = {v};", depth)
+        if REDUCTIONS[self.k.reduces[p].op].arg:
+            self.emit(f"acc_i{n} = {i};", depth)
+
+    def _combine_tree(self, p: int) -> None:
+        """Each thread's partial to workgroup memory, then a tree per row (a barrier a
+        level): where there are no subgroup operations, or for 64-bit accumulators."""
+        n = _nth(p)
+        v, i = self._pairs(p, "lid")
+        self.emit(f"{v} = acc{n};")
+        if REDUCTIONS[self.k.reduces[p].op].arg:
+            self.emit(f"{i} = acc_i{n};")
+        self.emit("workgroupBarrier();")
+        self.emit("for (var s = tpr / 2u; s > 0u; s = s / 2u) {")
         self.emit("if (lane < s) {", 2)
-        self._fold_pair(self.k.reduces[p], (f"{v}[{base} + lane]", f"{i}[{base} + lane]"),
-                        (f"{v}[{base} + lane + s]", f"{i}[{base} + lane + s]"), 3)
+        self._fold_pair(self.k.reduces[p], self._pairs(p, "lid"), self._pairs(p, "lid + s"), 3)
         self.emit("}", 2)
         self.emit("workgroupBarrier();", 2)
         self.emit("}")
-
-    def _combine(self, p: int) -> None:
-        """Reduction ``p``'s partials combined per row into ``red_v[first]``: by subgroup
-        shuffles where the adapter has them (32-bit accumulators), else by a tree."""
-        if self.subgroups and self.k.reduces[p].acc.itemsize == 4:
-            self._combine_subgroups(p)
-        else:
-            self._combine_tree(p)
-
-    def _combine_tree(self, p: int) -> None:
-        """Each thread's partial to workgroup memory, then a tree per row."""
-        n = _nth(p)
-        arg = REDUCTIONS[self.k.reduces[p].op].arg
-        self.emit(f"red_v{n}[lid] = acc{n};")
-        if arg:
-            self.emit(f"red_i{n}[lid] = acc_i{n};")
-        self.emit("workgroupBarrier();")
-        self._tree(p, "slot * tpr", "tpr")
-        self.emit(f"let first{n} = slot * tpr;")
+        self._take(p, "lid - lane")
 
     def _combine_subgroups(self, p: int) -> None:
-        """A butterfly of subgroup shuffles across the row's lanes in each subgroup (no
-        barrier), then a tree over the row's subgroups in workgroup memory, if several."""
+        """A butterfly of subgroup shuffles across the row's lanes (no barrier: a row of
+        at most a subgroup's lanes ends here, in registers); a row over several
+        subgroups then meets their partials in workgroup memory (one barrier), each
+        thread folding them all."""
         n = _nth(p)
-        arg = REDUCTIONS[self.k.reduces[p].op].arg
-        self.emit(f"let width{n} = min(tpr, sgs);")
-        self.emit(f"for (var s = width{n} / 2u; s > 0u; s = s / 2u) {{")
-        self.emit(f"let o = subgroupShuffleXor(acc{n}, s);", 2)
+        red = self.k.reduces[p]
+        arg = REDUCTIONS[red.op].arg
+        s = self.tpr // 2
+        while s:  # a block per step (the subgroup may be narrower than the row)
+            self.emit(f"if ({s}u < sgs) {{" if s >= _MIN_SUBGROUP else "{")
+            self.emit(f"let o = subgroupShuffleXor(acc{n}, {s}u);", 2)
+            if arg:
+                self.emit(f"let oi = subgroupShuffleXor(acc_i{n}, {s}u);", 2)
+            self._fold_pair(red, (f"acc{n}", f"acc_i{n}"), ("o", "oi"), 2)
+            self.emit("}")
+            s //= 2
+        if self.tpr <= _MIN_SUBGROUP:
+            return
+        self.emit("if (tpr > sgs) {")  # uniform: every thread sees the same sgs
+        self.emit("let parts = tpr / sgs;", 2)
+        v, i = self._pairs(p, "lid / sgs")
+        self.emit("if (lid % sgs == 0u) {", 2)
+        self.emit(f"{v} = acc{n};", 3)
         if arg:
-            self.emit(f"let oi = subgroupShuffleXor(acc_i{n}, s);", 2)
-        self._fold_pair(self.k.reduces[p], (f"acc{n}", f"acc_i{n}"), ("o", "oi"), 2)
+            self.emit(f"{i} = acc_i{n};", 3)
+        self.emit("}", 2)
+        self.emit("workgroupBarrier();", 2)
+        self._take(p, "slot * parts", 2)
+        self.emit("for (var m = 1u; m < parts; m = m + 1u) {", 2)
+        self._fold_pair(red, (f"acc{n}", f"acc_i{n}"), self._pairs(p, "slot * parts + m"), 3)
+        self.emit("}", 2)
         self.emit("}")
-        self.emit(f"let parts{n} = tpr / width{n};")
-        self.emit(f"if (lane % width{n} == 0u) {{")
-        self.emit(f"red_v{n}[slot * parts{n} + lane / width{n}] = acc{n};", 2)
-        if arg:
-            self.emit(f"red_i{n}[slot * parts{n} + lane / width{n}] = acc_i{n};", 2)
-        self.emit("}")
-        self.emit("workgroupBarrier();")
-        self._tree(p, f"slot * parts{n}", f"parts{n}")
-        self.emit(f"let first{n} = slot * parts{n};")
 
     def row_bases(self, kept: list[int], loads: tuple[int, ...], depth: int) -> None:
         """Per row, once: each strided element load's offset plus its kept dimensions'
@@ -595,11 +629,14 @@ def _nth(p: int) -> str:
 
 
 def render(kernel: Kernel, workgroup: int, subgroups: bool = False, slots: int = 0,
-           words: RowWords | None = None, folds: bool = True) -> str:
+           words: RowWords | None = None, tpr: int = 1, folds: bool = True) -> str:
     """The WGSL text of one element-wise or reduction kernel; ``subgroups``: the adapter
     has subgroup operations; ``slots``: a reduction holds each row in that many registers
     (positions) per thread between its passes (0: it reads the row again for each pass);
-    ``words``: a reduction takes its rows in vec4 positions; ``folds``: the adapter's
+    ``words``: a reduction takes its rows in vec4 positions; ``tpr``: its threads per
+    row (a power of two dividing the workgroup, written into the text as a constant, as
+    the rows per workgroup are: the held registers' indices and the combine's steps are
+    constants too); ``folds``: the adapter's
     compiler folds ``x - x`` (float add/sub then guard IEEE specials). Matmul kernels:
     :mod:`.matmul_render`."""
     assert not kernel.matmul
@@ -608,7 +645,7 @@ def render(kernel: Kernel, workgroup: int, subgroups: bool = False, slots: int =
     if not kernel.reduces:
         w.elementwise()
     else:
-        w.reduction(slots)
+        w.reduction(slots, tpr)
     return enables(kernel) + "\n".join(w.lines) + "\n"
 
 
