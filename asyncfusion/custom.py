@@ -12,7 +12,7 @@ import re
 from typing import Any
 from collections.abc import Callable
 
-from .primitives import PRIMITIVES, Primitive, Ty, register
+from .codegen.wgsl.lowering import PRIMITIVES, Primitive, Ty, register
 from .tensor import Tensor, elementwise
 
 __all__ = ["elementwise_op"]

@@ -19,7 +19,7 @@ from .dtype import NEEDS, DType, as_dtype, check_held, check_promoted, int_range
 from .errors import (AxisError, BlockingCallError, device_mismatch, DTypeError, LimitError,
                      ShapeError)
 from .ir import CatOp, ElementwiseOp, Layout, ScalarIr, TensorIr, TensorStatus, numel
-from .primitives import PRIMITIVES, WIDE
+from .codegen.wgsl.lowering import PRIMITIVES, WIDE
 
 __all__ = ["Tensor", "elementwise", "where", "minimum", "maximum", "cat", "concat"]
 

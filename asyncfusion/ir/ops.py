@@ -23,7 +23,7 @@ from typing import Any, cast, ClassVar
 import numpy as np
 
 from ..dtype import DType
-from ..primitives import PRIMITIVES, REDUCTIONS
+from ..codegen.wgsl.lowering import PRIMITIVES, REDUCTIONS
 from .layout import Layout
 
 __all__ = ["TensorStatus", "TensorIr", "ScalarIr", "OperationIr", "InitOp", "IotaOp",

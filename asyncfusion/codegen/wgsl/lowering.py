@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dtype import DType
+from ...dtype import DType
 
 __all__ = ["Ty", "Primitive", "PRIMITIVES", "Reduction", "REDUCTIONS", "register",
            "WGSL_TYPE", "STORAGE_TYPE", "isnan", "convert", "HELPERS", "HELPERS_WIDE", "HELPERS_F64",
@@ -643,4 +643,4 @@ REDUCTIONS: dict[str, Reduction] = {r.name: r for r in [
 ]}
 
 
-from . import mathlib as _mathlib  # noqa: E402,F401 - registers the accurate math functions
+from . import math_f32 as _math_f32  # noqa: E402,F401 - registers the accurate math functions

@@ -23,9 +23,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .dtype import DType
-from .mathlib64 import MATH64, NEEDS64
-from .primitives import (HELPERS, HELPERS_F64, Primitive, Rule, Ty, _fn, _lanes, _same, _unary,
+from ...dtype import DType
+from .math_f64 import MATH64, NEEDS64
+from .lowering import (HELPERS, HELPERS_F64, Primitive, Rule, Ty, _fn, _lanes, _same, _unary,
                          register)
 
 __all__ = ["MATH_PRIMITIVES"]

@@ -24,8 +24,8 @@ import numpy as np
 from ...dtype import DType
 from ...kernel import Arg, Kernel, LaunchArgs, Level, Reduce
 from ...kernel.rows import Phase, RowValues, row_phases
-from ...primitives import (HELPERS, HELPERS_F64, HELPERS_WIDE, PRIMITIVES, REDUCTIONS,
-                           STORAGE_TYPE, WGSL_TYPE, Ty, convert, isnan)
+from .lowering import (HELPERS, HELPERS_F64, HELPERS_WIDE, PRIMITIVES, REDUCTIONS,
+                       STORAGE_TYPE, WGSL_TYPE, Ty, convert, isnan)
 
 __all__ = ["render", "enables", "param_words", "param", "RowWords", "HEAD_WORDS",
            "INNER_STEPS", "UNROLL"]
