@@ -600,7 +600,7 @@ def render(kernel: Kernel, workgroup: int, subgroups: bool = False, slots: int =
     (positions) per thread between its passes (0: it reads the row again for each pass);
     ``words``: a reduction takes its rows in vec4 positions; ``folds``: the adapter's
     compiler folds ``x - x`` (float add/sub then guard IEEE specials). Matmul kernels:
-    :mod:`.matmul_render`."""
+    :mod:`.matmul`."""
     assert not kernel.matmul
     w = _Writer(kernel, workgroup, subgroups, words=words, folds=folds)
     w.declare()
