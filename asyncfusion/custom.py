@@ -1,7 +1,7 @@
 """Custom element-wise ops that fuse like built-in ones (the custom-fusion PR, in Python).
 
-An op is a WGSL expression plus a numpy twin. Registering it adds one entry to the
-primitive registry — dtype rule, WGSL rule and numpy function together — so the front
+An op is a WGSL expression plus a numpy twin. Registering it adds an entry to the op
+registry (arity, dtype rule, numpy function) and one to the WGSL lowerings, so the front
 end, the fusers, the plan cache, both backends and fault isolation treat it exactly as a
 built-in op.
 """
@@ -12,7 +12,9 @@ import re
 from typing import Any
 from collections.abc import Callable
 
-from .primitives import PRIMITIVES, Primitive, Ty, register
+from .codegen.wgsl.lowering import Lowering, register_lowering
+from .codegen.wgsl.types import Ty
+from .ops import PRIMITIVES, Primitive, register
 from .tensor import Tensor, elementwise
 
 __all__ = ["elementwise_op"]
@@ -50,7 +52,8 @@ def elementwise_op(name: str, *, wgsl: str, numpy: Callable[..., Any], arity: in
     def lower(args: list[str], ty: Ty) -> str:
         return f"({wgsl.format(*args, T=ty.t)})"
 
-    register(Primitive(name, arity, rule, name.title().replace("_", ""), numpy, lower))
+    register(Primitive(name, arity, rule, numpy, wide=False))
+    register_lowering(name, Lowering(lower))
 
     def record(*args: Any) -> Tensor:
         return elementwise(name, *args)

@@ -15,7 +15,7 @@ from typing import Any
 from .dtype import DType, as_dtype
 from .errors import AxisError, DTypeError, ShapeError
 from .ir import ReduceOp, numel
-from .primitives import REDUCTIONS
+from .ops import REDUCTIONS
 from .tensor import Tensor, _check_size, elementwise, normalize_axis
 
 __all__ = ["reduce", "sum", "prod", "mean", "var", "softmax", "log_softmax", "logsumexp", "layer_norm",

@@ -21,7 +21,7 @@ from .errors import device_mismatch, DTypeError, LimitError, ShapeError
 from .indexing import take
 from .kernels_custom import CustomKernel, Spec, custom_kernel
 from .nonzero import groups_over_first, thread_wgsl
-from .primitives import STORAGE_TYPE, isnan
+from .codegen.wgsl.types import STORAGE_TYPE, isnan
 from .tensor import Tensor, _scalar_dtype
 
 __all__ = ["searchsorted"]

@@ -19,7 +19,7 @@ from .dtype import NEEDS, DType, as_dtype, check_held, check_promoted, int_range
 from .errors import (AxisError, BlockingCallError, device_mismatch, DTypeError, LimitError,
                      ShapeError)
 from .ir import CatOp, ElementwiseOp, Layout, ScalarIr, TensorIr, TensorStatus, numel
-from .primitives import PRIMITIVES, WIDE
+from .ops import PRIMITIVES
 
 __all__ = ["Tensor", "elementwise", "where", "minimum", "maximum", "cat", "concat"]
 
@@ -494,7 +494,7 @@ def _compute_dtype(op: str, rule: str, dtypes: list[DType], what: str) -> tuple[
     if common.lane is not common and rule != "logical":
         compute, out = _compute_dtype(op, rule, [common.lane], what)
         return compute, (common if out is common.lane else out)
-    if common.itemsize == 8 and op not in WIDE and not (common.is_int and rule == "float"):
+    if common.itemsize == 8 and not PRIMITIVES[op].wide and not (common.is_int and rule == "float"):
         instead = NEEDS[common][1].label
         raise DTypeError(f"{what} is not available for {common.label} (WGSL's builtins take "
                          "16/32-bit floats only, and asyncfusion writes no 64-bit version of "

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import asyncfusion as af
-from asyncfusion.backends.wgpu.render import render
+from asyncfusion.codegen.wgsl.render import render
 from tests.conftest import assert_close
 from tests.test_batching import run_tasks
 from tests.test_fusion import _golden, kernels

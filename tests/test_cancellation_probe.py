@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 import asyncfusion as af
-from asyncfusion.backends.wgpu.render import render
+from asyncfusion.codegen.wgsl.render import render
 from asyncfusion.dtype import DType
 from asyncfusion.kernel import Arg, Instr, Kernel, Load, Store
 

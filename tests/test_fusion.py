@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import asyncfusion as af
-from asyncfusion.backends.wgpu.render import render
+from asyncfusion.codegen.wgsl.render import render
 from asyncfusion.engine.explorer import explore
 from asyncfusion.engine.plan import KernelStep
 from asyncfusion.fusers import ElementwiseFuser, ReduceFuser

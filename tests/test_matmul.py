@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import asyncfusion as af
 from asyncfusion.backends.wgpu import backend as wgpu_backend
 from asyncfusion.backends.wgpu.backend import _TILES, matmul_tiles
-from asyncfusion.backends.wgpu.matmul_render import with_layout
+from asyncfusion.codegen.wgsl.matmul import with_layout
 from asyncfusion.kernel import LaunchArgs
 from tests.conftest import assert_close
 from tests.test_views_reductions import launches

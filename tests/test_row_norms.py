@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import asyncfusion as af
 from asyncfusion.backends.wgpu.backend import row_slots, threads_per_row
-from asyncfusion.backends.wgpu.render import render
+from asyncfusion.codegen.wgsl.render import render
 from asyncfusion.engine.explorer import explore
 from asyncfusion.engine.plan import KernelStep
 from asyncfusion.fusers import MatmulFuser

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import asyncfusion as af
 from asyncfusion.backends.wgpu import backend
 from asyncfusion.backends.wgpu.backend import row_slots, row_words, threads_per_row
-from asyncfusion.backends.wgpu.render import RowWords, render
+from asyncfusion.codegen.wgsl.render import RowWords, render
 from asyncfusion.kernel import Kernel, LaunchArgs
 from tests.test_fusion import _golden, kernels
 

@@ -15,7 +15,7 @@ import numpy as np
 from ..dtype import DType, to_storage
 from ..ir import Layout, numel
 from ..kernel import Arg, Kernel, LaunchArgs, Level, Load
-from ..primitives import PRIMITIVES, REDUCTIONS
+from ..ops import PRIMITIVES, REDUCTIONS
 from .base import MemoryStats, host_view
 from .faults import FaultInjector
 

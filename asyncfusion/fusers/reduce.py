@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 from ..ir import ElementwiseOp, IotaOp, OperationIr, ReduceOp, TensorIr, ViewOp
 from ..kernel import Level
-from ..primitives import REDUCTIONS
+from ..ops import REDUCTIONS
 from .base import BlockFuser, Candidate
 
 __all__ = ["ReduceFuser", "MAX_CHAIN"]

@@ -23,7 +23,6 @@ from typing import Any, cast, ClassVar
 import numpy as np
 
 from ..dtype import DType
-from ..primitives import PRIMITIVES, REDUCTIONS
 from .layout import Layout
 
 __all__ = ["TensorStatus", "TensorIr", "ScalarIr", "OperationIr", "InitOp", "IotaOp",
@@ -39,6 +38,11 @@ class TensorStatus(enum.Enum):
     READ_WRITE = "ReadWrite"
 
     __hash__ = object.__hash__  # members are singletons; Enum's own hash runs Python code
+
+
+def _title(op: str) -> str:
+    """An op's name as it titles records: ``floor_divide`` -> ``FloorDivide``."""
+    return "".join(w.capitalize() for w in op.split("_"))
 
 
 def numel(shape: tuple[int, ...]) -> int:
@@ -211,7 +215,7 @@ class ElementwiseOp(OperationIr):
         return (self.out,)
 
     def title(self) -> str:
-        t = PRIMITIVES[self.op].title
+        t = _title(self.op)
         if self.scalars:
             t += "Scalar"
         return f"{t}({self.compute.short})"
@@ -247,8 +251,7 @@ class ReduceOp(OperationIr):
         return (self.out,)
 
     def title(self) -> str:
-        return REDUCTIONS[self.op].title + ("Dim" if len(self.axes) < len(self.input.shape)
-                                            else "")
+        return _title(self.op) + ("Dim" if len(self.axes) < len(self.input.shape) else "")
 
     def signature(self, rn: Renumber) -> tuple[Any, ...]:
         return ("reduce", self.op, self.axes, self.keepdims, rn.tensor(self.input),

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from ..dtype import DType
 from ..ir import (DropOp, ElementwiseOp, GatherOp, IotaOp, MatmulOp, OperationIr, ReduceOp,
                   ScalarIr, TensorIr, TensorStatus, ViewOp)
-from ..primitives import REDUCTIONS
+from ..ops import REDUCTIONS
 from .ir import Arg, Instr, Kernel, Level, Load, Reduce, Store
 
 __all__ = ["Lowered", "lower", "align_to", "matmul_align", "copy_kernel"]

@@ -28,8 +28,8 @@ from ...trace import Counters
 from ..base import MemoryStats, host_view
 from ..faults import FaultInjector
 from .memory import STAGING_CACHE, BufferPool
-from .matmul_render import MatmulTiles, render_matmul, with_layout
-from .render import RowWords, param_words, render
+from ...codegen.wgsl.matmul import MatmulTiles, render_matmul, with_layout
+from ...codegen.wgsl.render import RowWords, param_words, render
 from .runtime import Buffer, Runtime, detach, get_runtime
 
 __all__ = ["WgpuBackend"]

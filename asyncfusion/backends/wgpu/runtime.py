@@ -154,7 +154,7 @@ class Runtime:
         """Whether this adapter's shader compiler folds ``x - x`` (and ``x + (-x)``) to 0
         even for inf and NaN, as lavapipe's does: one tiny kernel on inf and NaN read
         from memory, run once when the runtime starts. Where it folds, float add/sub
-        keep IEEE special values by bits (``primitives._ieee``); where not, they are the
+        keep IEEE special values by bits (``codegen.wgsl.lowering._ieee``); where not, they are the
         plain operators. Assumes it folds when the probe cannot run."""
         code = """
 @group(0) @binding(0) var<storage, read> a: array<f32>;

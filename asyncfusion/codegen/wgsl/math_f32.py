@@ -1,5 +1,5 @@
-"""Accurate float32 math in WGSL, and the registry entries of the Array API's element-wise
-functions that use it (``mathlib64`` holds their float64 versions).
+"""Accurate float32 math in WGSL: the helpers that the Array API's element-wise math
+functions lower to (:mod:`.math_f64` holds their float64 versions).
 
 WGSL's builtins are only loosely specified (``sin``/``cos`` to 2^-11 absolute on
 [-pi, pi]; ``atan`` to 4096 ulp; ``asinh`` and friends through ``log(x + sqrt(...))``,
@@ -12,29 +12,21 @@ scales a divisor beyond 2^+-64 first: GPUs that divide as ``n * (1 / d)`` give 0
 ``1 / d`` past 2^126. ``tests/test_numerics_ulp.py`` measures each against numpy
 (float64, rounded) and asserts its bound; the README lists the bounds.
 
-Each helper is written for scalars; ``primitives._lanes`` adds the ``vec4`` variants.
+Each helper is written for scalars; :func:`.types.lanes` adds the ``vec4`` variants.
 Integer special values are handled on bits, so a compiler that flushes denormals or
 orders NaN comparisons cannot change them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-import numpy as np
-
-from .dtype import DType
-from .mathlib64 import MATH64, NEEDS64
-from .primitives import (HELPERS, HELPERS_F64, Primitive, Rule, Ty, _fn, _lanes, _same, _unary,
-                         register)
-
-__all__ = ["MATH_PRIMITIVES"]
+__all__ = ["MATH_F32", "NEEDS_F32"]
 
 _NAN = "bitcast<f32>(0x7fc00000u)"
 _INF = "bitcast<f32>(0x7f800000u)"
 
-# name -> (WGSL text of the scalar helper(s), arity of the lane-wise f32 helper named name)
-_MATH: dict[str, tuple[str, int]] = {
+# name -> (WGSL text of the scalar helper(s), arity of the lane-wise f32 helper named name;
+# 0: no lane-wise variant)
+MATH_F32: dict[str, tuple[str, int]] = {
     # round(y) for |y| < 2^22 as t - 1.5 2^23, t = y + 1.5 2^23 (rounded: no float-to-int
     # conversion), whose low bits hold it; the 'or' (a no-op on t's bits) keeps compilers
     # (lavapipe) from folding (y + 1.5 2^23) - 1.5 2^23 into y.
@@ -419,7 +411,7 @@ fn af_tan_reduced(r: f32, n: u32) -> f32 {
 }
 
 # Which helpers each one calls (emitted together: WGSL declarations are order-free).
-_NEEDS = {
+NEEDS_F32: dict[str, tuple[str, ...]] = {
     "af_log2": ("af_log",), "af_log10": ("af_log",), "af_log1p": ("af_log",),
     "af_exp": ("af_magic",), "af_trig": ("af_magic",),
     "af_expm1": ("af_exp",), "af_tanh": ("af_expm1", "af_exp"),
@@ -429,109 +421,3 @@ _NEEDS = {
     "af_sin": ("af_trig",), "af_cos": ("af_trig",), "af_tan": ("af_trig",),
     "af_logaddexp": ("af_log1p", "af_log", "af_exp"),
 }
-
-for _name, (_text, _arity) in _MATH.items():
-    HELPERS[_name] = _text + (_lanes(_name, "f32", _arity) if _arity else "")
-HELPERS_F64.update(MATH64)  # the float64 versions
-
-
-def _helpers(helper: str) -> tuple[str, ...]:
-    """``helper`` and every helper it calls, in float32 or float64."""
-    found = [helper]
-    for h in found:
-        found += [n for n in _NEEDS.get(h, ()) + NEEDS64.get(h, ()) if n not in found]
-    return tuple(found)
-
-
-def _math(name: str) -> tuple[Rule, tuple[str, ...]]:
-    helper = f"af_{name}"
-    return _fn(helper), _helpers(helper)
-
-
-def _float(name: str, title: str, numpy: Callable[..., np.ndarray], arity: int = 1,
-           symbol: str | None = None) -> Primitive:
-    rule, helpers = _math(name)
-    return Primitive(name, arity, "float", title, numpy, rule, symbol, helpers)
-
-
-def _bits(ty: Ty) -> str:
-    return "vec4<u32>" if ty.vec4 else "u32"
-
-
-def _shift_amount(b: str, ty: Ty) -> str:
-    return f"{_bits(ty)}({b})"
-
-
-def _left_shift(a: list[str], ty: Ty) -> str:
-    n = _shift_amount(a[1], ty)
-    width = ty.dtype.itemsize * 8
-    return f"select({a[0]} << {n}, {ty.const('0')}, {n} >= {_bits(ty)}({width}u))"
-
-
-def _right_shift(a: list[str], ty: Ty) -> str:
-    n = _shift_amount(a[1], ty)
-    width = ty.dtype.itemsize * 8
-    if not ty.dtype.is_unsigned:  # arithmetic: a shift of 31 (63) or more gives 0 or -1
-        return f"({a[0]} >> min({n}, {_bits(ty)}({width - 1}u)))"
-    return f"select({a[0]} >> {n}, {ty.const('0u')}, {n} >= {_bits(ty)}({width}u))"
-
-
-def _signbit(a: list[str], ty: Ty) -> str:
-    if ty.dtype is DType.float32:
-        u = _bits(ty)
-        return f"((bitcast<{u}>({a[0]}) >> {u}(31u)) == {u}(1u))"
-    if ty.dtype is DType.float64:
-        return f"(bitcast<i64>({a[0]}) < 0li)"
-    if ty.dtype in (DType.int32, DType.int64):
-        return f"({a[0]} < {ty.const('0')})"
-    return "vec4<bool>(false)" if ty.vec4 else "false"
-
-
-def _binop(sym: str) -> Rule:
-    return lambda a, ty: f"({a[0]} {sym} {a[1]})"
-
-
-def _np_reciprocal(a: np.ndarray) -> np.ndarray:
-    return np.asarray(a.dtype.type(1) / a)
-
-
-def _div(a: list[str], ty: Ty) -> str:
-    """float32 through ``af_div`` (accurate over the whole range); float64 as WGSL's ``/``."""
-    return f"({a[0]} / {a[1]})" if ty.dtype is DType.float64 else _fn("af_div")(a, ty)
-
-
-MATH_PRIMITIVES: tuple[Primitive, ...] = (
-    Primitive("div", 2, "float", "Div", np.true_divide, _div, "/", _math("div")[1]),
-    _float("exp", "Exp", np.exp), _float("log", "Log", np.log),
-    _float("sin", "Sin", np.sin), _float("cos", "Cos", np.cos), _float("tan", "Tan", np.tan),
-    _float("asin", "Asin", np.arcsin), _float("acos", "Acos", np.arccos),
-    _float("atan", "Atan", np.arctan), _float("atan2", "Atan2", np.arctan2, 2),
-    _float("sinh", "Sinh", np.sinh), _float("tanh", "Tanh", np.tanh), _float("cosh", "Cosh", np.cosh),
-    _float("asinh", "Asinh", np.arcsinh), _float("acosh", "Acosh", np.arccosh),
-    _float("atanh", "Atanh", np.arctanh), _float("expm1", "Expm1", np.expm1),
-    _float("log1p", "Log1p", np.log1p), _float("log2", "Log2", np.log2),
-    _float("log10", "Log10", np.log10), _float("hypot", "Hypot", np.hypot, 2),
-    _float("logaddexp", "LogAddExp", np.logaddexp, 2),
-    _float("copysign", "CopySign", np.copysign, 2),
-    _float("nextafter", "NextAfter", np.nextafter, 2),
-    Primitive("reciprocal", 1, "float", "Reciprocal", _np_reciprocal,
-              lambda a, ty: f"({ty.const('1.0')} / {a[0]})"),
-    Primitive("trunc", 1, "numeric", "Trunc",
-              lambda a: np.trunc(a) if a.dtype.kind == "f" else a, _same(_unary("trunc"))),
-    Primitive("positive", 1, "numeric", "Positive", np.positive, lambda a, ty: a[0], "+x"),
-    Primitive("signbit", 1, "predicate", "SignBit", np.signbit, _signbit),
-    Primitive("logical_xor", 2, "logical", "Xor", np.logical_xor, _binop("!="), "^"),
-    Primitive("bitwise_and", 2, "bitwise", "BitwiseAnd", np.bitwise_and, _binop("&"), "&"),
-    Primitive("bitwise_or", 2, "bitwise", "BitwiseOr", np.bitwise_or, _binop("|"), "|"),
-    Primitive("bitwise_xor", 2, "bitwise", "BitwiseXor", np.bitwise_xor,
-              lambda a, ty: _binop("!=" if ty.dtype is DType.bool else "^")(a, ty), "^"),
-    Primitive("bitwise_invert", 1, "bitwise", "BitwiseInvert", np.invert,
-              lambda a, ty: f"(!{a[0]})" if ty.dtype is DType.bool else f"(~{a[0]})", "~"),
-    Primitive("bitwise_left_shift", 2, "integer", "LeftShift", np.left_shift, _left_shift,
-              "<<"),
-    Primitive("bitwise_right_shift", 2, "integer", "RightShift", np.right_shift,
-              _right_shift, ">>"),
-)
-
-for _p in MATH_PRIMITIVES:
-    register(_p)

@@ -1,6 +1,6 @@
 """WGSL from the kernel IR, piece by piece: declarations, index maps, body, reduction.
 
-Primitive expressions come from the registry's WGSL rules; this module only lays out the
+Op expressions come from their lowerings (:mod:`.lowering`); this module only lays out the
 kernel around them. Sizes, strides, offsets and scalars are never literals: they are
 read from the uniform ``params`` block (see :func:`param_words`), so one text serves every
 size — but for a reduction's row schedule, which its launch chooses. Element-wise kernels
@@ -29,8 +29,9 @@ import numpy as np
 from ...dtype import DType
 from ...kernel import Arg, Kernel, LaunchArgs, Level, Reduce
 from ...kernel.rows import Phase, RowValues, row_phases
-from ...primitives import (HELPERS, HELPERS_F64, HELPERS_WIDE, PRIMITIVES, REDUCTIONS,
-                           STORAGE_TYPE, WGSL_TYPE, Ty, convert, isnan)
+from ...ops import REDUCTIONS
+from .lowering import COMBINES, HELPERS, HELPERS_F64, HELPERS_WIDE, LOWERINGS, identity
+from .types import STORAGE_TYPE, WGSL_TYPE, Ty, convert, isnan
 
 __all__ = ["render", "enables", "param_words", "param", "RowWords", "HEAD_WORDS",
            "INNER_STEPS", "UNROLL"]
@@ -77,7 +78,7 @@ class _Writer:
                  vec_loads: frozenset[int] = frozenset(), words: RowWords | None = None,
                  folds: bool = True) -> None:
         self.k = kernel
-        self.folds = folds  # the compiler folds x - x: see primitives.Ty
+        self.folds = folds  # the compiler folds x - x: see types.Ty
         self.row_words = words
         if words is not None:
             vec_loads = vec_loads | words.loads
@@ -132,13 +133,13 @@ class _Writer:
             self.emit(f"@group(0) @binding({binding}) var<storage, read_write> out{j}: "
                       f"array<{t}>;", 0)
             binding += 1
-        helpers = {h for i in k.body for h in PRIMITIVES[i.op].helpers}
+        helpers = {h for i in k.body for h in LOWERINGS[i.op].helpers}
         for h in sorted(helpers & HELPERS.keys()):  # the rest exist in 64 bits only
             self.lines.append(HELPERS[h].rstrip())
-        wide = {h for i in k.body if i.compute.itemsize == 8 for h in PRIMITIVES[i.op].helpers}
+        wide = {h for i in k.body if i.compute.itemsize == 8 for h in LOWERINGS[i.op].helpers}
         for h in sorted(wide & HELPERS_WIDE.keys()):
             self.lines.append(HELPERS_WIDE[h].rstrip())
-        f64 = {h for i in k.body if i.compute is DType.float64 for h in PRIMITIVES[i.op].helpers}
+        f64 = {h for i in k.body if i.compute is DType.float64 for h in LOWERINGS[i.op].helpers}
         for h in sorted(f64 & HELPERS_F64.keys()):
             self.lines.append(HELPERS_F64[h].rstrip())
 
@@ -258,7 +259,7 @@ class _Writer:
                                                          ins.compute.itemsize == 8)):
                 e = convert(e, src, ty)
             args.append(e)
-        e = PRIMITIVES[ins.op].wgsl(args, ty)
+        e = LOWERINGS[ins.op].wgsl(args, ty)
         if ins.out is not ins.compute and ins.out is not DType.bool:  # float16, int16 ...
             e = convert(e, ins.compute, ty.of(ins.out))  # ... from their 32-bit lane
         self.emit(f"let v{j} = {e};", depth)
@@ -382,8 +383,7 @@ class _Writer:
         if ph.fold:
             red = k.reduces[ph.index]
             spec = REDUCTIONS[red.op]
-            assert spec.identity is not None
-            self.emit(f"var acc{n}: {WGSL_TYPE[red.acc]} = {spec.identity(red.acc)};")
+            self.emit(f"var acc{n}: {WGSL_TYPE[red.acc]} = {identity(spec.identity, red.acc)};")
             if spec.arg:
                 self.emit(f"var acc_i{n}: u32 = 0xffffffffu;")
         self.emit("if (valid) {")
@@ -495,8 +495,7 @@ class _Writer:
             self.emit(f"if (af_better({b[0]}, {b[1]}, {a[0]}, {a[1]})) {{ {a[0]} = {b[0]}; "
                       f"{a[1]} = {b[1]}; }}", depth)
         else:
-            assert spec.combine is not None
-            self.emit(f"{a[0]} = {spec.combine(a[0], b[0], red.acc)};", depth)
+            self.emit(f"{a[0]} = {COMBINES[red.op](a[0], b[0], red.acc)};", depth)
 
     def _combine(self, p: int) -> None:
         """Reduction ``p``'s partials combined per row into ``row_v`` (``row_i``), which
@@ -638,7 +637,7 @@ def render(kernel: Kernel, workgroup: int, subgroups: bool = False, slots: int =
     the rows per workgroup are: the held registers' indices and the combine's steps are
     constants too); ``folds``: the adapter's
     compiler folds ``x - x`` (float add/sub then guard IEEE specials). Matmul kernels:
-    :mod:`.matmul_render`."""
+    :mod:`.matmul`."""
     assert not kernel.matmul
     w = _Writer(kernel, workgroup, subgroups, words=words, folds=folds)
     w.declare()

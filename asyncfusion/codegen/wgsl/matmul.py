@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...kernel import Kernel, LaunchArgs, Level
-from ...primitives import WGSL_TYPE
+from .types import WGSL_TYPE
 from .render import HEAD_WORDS, INNER_STEPS, _Writer, enables, param
 
 __all__ = ["MatmulTiles", "with_layout", "render_matmul"]

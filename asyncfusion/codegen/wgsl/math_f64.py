@@ -1,4 +1,4 @@
-"""Accurate float64 math in WGSL: the float64 versions of ``mathlib``'s functions.
+"""Accurate float64 math in WGSL: the float64 versions of :mod:`.math_f32`'s functions.
 
 WGSL's ``exp``, ``log``, ``pow`` and trigonometric builtins take 16/32-bit floats only, so
 each function is written out on f64 arithmetic and int64 bits:
@@ -12,7 +12,7 @@ each function is written out on f64 arithmetic and int64 bits:
   it once, and ``pow`` computes exp(y log x) with y log x in double-double.
 * ``sin``/``cos``/``tan``: Cody-Waite reduction by pi/2 in three parts (33 + 33 + 53 bits)
   for |x| <= 2^20 pi/2 when the remainder keeps >= 2^-39, else Payne-Hanek (2/pi to 1184
-  bits, generated below; 32x32-bit products from ``mathlib``'s ``af_mul32``); the
+  bits, generated below; 32x32-bit products from :mod:`.math_f32`'s ``af_mul32``); the
   remainder as a double-double; Taylor polynomials to r^17/r^18 on |r| <= pi/4.
 * The inverse and hyperbolic functions, ``hypot`` and ``logaddexp`` built on them.
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-__all__ = ["MATH64", "NEEDS64"]
+__all__ = ["MATH_F64", "NEEDS_F64"]
 
 _NAN = "bitcast<f64>(0x7ff8000000000000li)"
 _INF = "bitcast<f64>(0x7ff0000000000000li)"
@@ -98,7 +98,7 @@ _TABLE = [0, 0] + _two_over_pi_words(37)
 _2OPI = "\n".join(f"    case {i}u: {{ return 0x{w:08x}u; }}" for i, w in enumerate(_TABLE[:-1]))
 
 # name -> WGSL text (scalar f64 functions; 64-bit kernels never run vec4)
-MATH64: dict[str, str] = {
+MATH_F64: dict[str, str] = {
     # Error-free transformations: a * b and a + b as (rounded, error); halves split on bits.
     # The sum's leading part drops its last bit: an exact (a + b) - a is what lavapipe folds
     # to b (giving an error of 0); a truncated sum is opaque to that algebra. ``af_cut`` also
@@ -550,9 +550,9 @@ fn af_dddiv_f64(n: vec2<f64>, d: vec2<f64>) -> f64 {{
 }
 
 # Which helpers each float64 function calls (besides its own); the ones named here and
-# not in ``mathlib``'s float32 table exist in float64 only. (``pow``'s, af_exp_dd,
-# af_log_dd and af_dd, are listed with its registry entry in ``primitives``.)
-NEEDS64: dict[str, tuple[str, ...]] = {
+# not in :mod:`.math_f32`'s table exist in float64 only.
+NEEDS_F64: dict[str, tuple[str, ...]] = {
+    "af_pow": ("af_exp_dd", "af_log_dd"),
     "af_exp_dd": ("af_dd",), "af_log_dd": ("af_dd",), "af_exp": ("af_exp_dd",),
     "af_expm1": ("af_exp",), "af_log": ("af_log_dd",), "af_log2": ("af_log_dd",),
     "af_log10": ("af_log_dd",), "af_log1p": ("af_log",), "af_trig": ("af_dd",),

@@ -1,0 +1,1 @@
+"""Code generation: kernel IR to shader text."""

@@ -1,0 +1,1 @@
+"""WGSL from the kernel IR: lowerings of the ops, the math libraries, kernel rendering."""
