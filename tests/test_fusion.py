@@ -254,3 +254,40 @@ async def test_a_long_queue_is_drained_by_the_server_without_a_read(dev):
         while dev.stats().launches == 0:
             await anyio.sleep(0.01)
     assert_close(await y.to_data(), np.ones(16, np.float32))
+
+
+def _guards(text: str) -> int:
+    """How many float add/subs keep IEEE specials by bits (the fold guard's NaN word)."""
+    return text.count("0x7fc00000u")
+
+
+@pytest.mark.parametrize("make, guarded", [
+    (lambda a, b: a + 2.0, 0),          # a scalar is read at run time: nothing to fold
+    (lambda a, b: (a * 3.0) - 1.5, 0),  # ... nor when the other side used another scalar
+    (lambda a, b: a - b, 1),            # two tensors may be one value
+    (lambda a, b: a - a, 1),
+    (lambda a, b: (a + 3.0) - 3.0, 0),  # two words: equal values are not known equal
+    (lambda a, b: (-a) + a, 1),
+])
+def test_fold_guards_only_where_a_compiler_could_cancel(make, guarded):
+    dev = af.Device("numpy")
+    a = af.tensor(np.ones(8, np.float32), device=dev)
+    b = af.tensor(np.ones(8, np.float32), device=dev)
+    out = make(a, b)
+    text = "".join(render(k, 256, False) for k in kernels(dev))
+    assert _guards(text) == guarded, text
+    del out
+
+
+async def test_specials_stay_ieee_where_the_guard_is_left_out(dev, ref):
+    x_np = np.array([np.inf, -np.inf, np.nan, 1.0], np.float32)
+    for device in (dev, ref):
+        x = af.tensor(x_np, device=device)
+        got = await af.to_data(x + float("-inf"), x - float("inf"), (x + 3.0) - 3.0,
+                               x - x, (x * 1.0) - x)
+        with np.errstate(invalid="ignore"):
+            want = (x_np + np.float32(-np.inf), x_np - np.float32(np.inf),
+                    (x_np + np.float32(3)) - np.float32(3), x_np - x_np,
+                    (x_np * np.float32(1)) - x_np)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_array_equal(g, w)

@@ -35,7 +35,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let a0 = in0[i];
   let a1 = in1[i];
   let v0 = (a0 * a1);
-  let v1 = select((v0 + vec4<f32>(bitcast<f32>(params.w[1][1]))), vec4<f32>(bitcast<f32>(0x7fc00000u)), ((bitcast<vec4<u32>>(v0) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u)) | ((bitcast<vec4<u32>>(vec4<f32>(bitcast<f32>(params.w[1][1]))) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u)) | (((bitcast<vec4<u32>>(v0) & vec4<u32>(0x7fffffffu)) == vec4<u32>(0x7f800000u)) & (bitcast<vec4<u32>>(v0) == (bitcast<vec4<u32>>(vec4<f32>(bitcast<f32>(params.w[1][1]))) ^ vec4<u32>(0x80000000u)))));
+  let v1 = (v0 + vec4<f32>(bitcast<f32>(params.w[1][1])));
   let v2 = af_exp_f32_4(v1);
   out0[i] = v2;
 }

@@ -11,6 +11,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
   let c1 = q_i % params.w[1][1]; q_i = q_i / params.w[1][1];
   let c0 = q_i;
   let a0 = in0[u32(bitcast<i32>(params.w[1][2]) + i32(c0) * bitcast<i32>(params.w[1][3]) + i32(c1) * bitcast<i32>(params.w[2][0]))];
-  let v0 = select((a0 + bitcast<f32>(params.w[2][1])), f32(bitcast<f32>(0x7fc00000u)), ((bitcast<u32>(a0) & 0x7fffffffu) > 0x7f800000u) | ((bitcast<u32>(bitcast<f32>(params.w[2][1])) & 0x7fffffffu) > 0x7f800000u) | (((bitcast<u32>(a0) & u32(0x7fffffffu)) == u32(0x7f800000u)) & (bitcast<u32>(a0) == (bitcast<u32>(bitcast<f32>(params.w[2][1])) ^ u32(0x80000000u)))));
+  let v0 = (a0 + bitcast<f32>(params.w[2][1]));
   out0[i] = v0;
 }

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...dtype import DType
-from ...kernel import Arg, Kernel, LaunchArgs, Level, Reduce
+from ...kernel import Arg, Instr, Kernel, LaunchArgs, Level, Reduce
 from ...kernel.rows import Phase, RowValues, row_phases
 from ...ops import REDUCTIONS
 from .lowering import COMBINES, HELPERS, HELPERS_F64, HELPERS_WIDE, LOWERINGS, identity
@@ -93,6 +93,7 @@ class _Writer:
         stores = [j for j, st in enumerate(kernel.stores) if not st.dense]
         first = HEAD_WORDS + rank + len(maps) * (rank + 1)
         self.store_map = {j: first + n * (rank + 1) for n, j in enumerate(stores)}
+        self._deps: dict[int, frozenset[int] | None] = {}  # body value -> its scalars
         self.scalar_words: list[int] = []  # each scalar's first word (64-bit ones take two)
         word = first + len(stores) * (rank + 1)
         for dt in kernel.scalars:
@@ -249,7 +250,7 @@ class _Writer:
 
     def instr(self, j: int, depth: int) -> None:
         ins = self.k.body[j]
-        ty = Ty(ins.compute, self.v4, self.folds)
+        ty = Ty(ins.compute, self.v4, self.folds and self._may_cancel(ins))
         args: list[str] = []
         for a in ins.args:
             e = self.expr(a)
@@ -263,6 +264,36 @@ class _Writer:
         if ins.out is not ins.compute and ins.out is not DType.bool:  # float16, int16 ...
             e = convert(e, ins.compute, ty.of(ins.out))  # ... from their 32-bit lane
         self.emit(f"let v{j} = {e};", depth)
+
+    def _may_cancel(self, ins: Instr) -> bool:
+        """Whether a compiler that folds ``x - x`` could prove ``ins``'s operands equal
+        (or opposite). A scalar is a parameter word read at run time, so ``x + s`` or
+        ``x - s`` cannot fold unless ``x`` is itself computed from that scalar."""
+        if ins.op not in ("add", "sub") or len(ins.args) != 2:
+            return True
+        scalars = [a for a in ins.args if a.kind == "s"]
+        if len(scalars) != 1:
+            return True
+        other = ins.args[1] if ins.args[0].kind == "s" else ins.args[0]
+        deps = self._scalars_in(other)
+        return deps is None or scalars[0].index in deps
+
+    def _scalars_in(self, a: Arg) -> frozenset[int] | None:
+        """The scalars that operand ``a`` is computed from (None: not known)."""
+        if a.kind == "s":
+            return frozenset((a.index,))
+        if a.kind == "in":
+            ld = self.k.loads[a.index]
+            return frozenset((*(ld.iota or ()), *((ld.gather[2],) if ld.gather else ())))
+        if a.kind != "v":
+            return None
+        known = self._deps.get(a.index)
+        if known is None and a.index not in self._deps:
+            parts = [self._scalars_in(b) for b in self.k.body[a.index].args]
+            known = None if any(p is None for p in parts) else frozenset().union(
+                *(p for p in parts if p is not None))
+            self._deps[a.index] = known
+        return known
 
     def store(self, j: int, index: str, depth: int, lanes: list[str] | None = None) -> None:
         """Store ``j`` at word ``index``, or a vec4 value as four scalars at ``lanes``."""
