@@ -97,11 +97,13 @@ class CustomKernel:
         specs = [Spec(t.shape, t.dtype) for t in tensors]
         outs = _outputs(self.name, self.output_rule(*specs, *params))
         backend = dev.backend
-        for shape, dtype in outs:
-            if numel(shape) * dtype.itemsize > backend.max_buffer_size:
-                raise LimitError(f"custom kernel {self.name!r}: an output of shape {shape} "
-                                 f"is larger than the device's buffers allow "
-                                 f"({backend.max_buffer_size} bytes)")
+        for shape, dtype in [(t.shape, t.dtype) for t in tensors] + outs:
+            if numel(shape) * dtype.itemsize > backend.max_binding:
+                raise LimitError(f"custom kernel {self.name!r}: a {dtype.label} tensor of "
+                                 f"shape {shape} is larger than one storage binding "
+                                 f"(max-storage-buffer-binding-size: {backend.max_binding} "
+                                 "bytes), and a custom kernel binds its tensors whole; give "
+                                 "it slices of at most that many bytes and combine them")
         if backend.name == "wgpu":
             groups = _groups(self.name, self.workgroup_rule(*specs, *params),
                              backend.limits["max-compute-workgroups-per-dimension"])

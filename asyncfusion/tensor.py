@@ -478,8 +478,8 @@ def _check_size(shape: tuple[int, ...], device: Any, what: str,
     if nbytes > device.max_buffer_size:
         raise LimitError(
             f"{what}: a tensor of shape {shape} needs {nbytes} bytes, more than this device's "
-            f"largest buffer ({device.max_buffer_size} bytes); split the work into smaller "
-            "tensors")
+            f"largest buffer (the adapter's max-buffer-size: {device.max_buffer_size} "
+            "bytes); split the work into smaller tensors")
 
 
 def _compute_dtype(op: str, rule: str, dtypes: list[DType], what: str) -> tuple[DType, DType]:
