@@ -25,7 +25,7 @@ from .dtype import (DType, NarrowingWarning, bool_, float16, float32, float64, i
 from .errors import (AsyncFusionError, AxisError, BlockingCallError, DataError,
                      DeviceClosedError, DeviceLostError, DeviceMismatchError, DTypeError,
                      ExecutionError, IndexingError, InputError, LimitError, NoAdapterError,
-                     Overloaded, ShapeError, http_status)
+                     OptionError, Overloaded, ShapeError, http_status)
 from .indexing import (argsort, gather, index_select, one_hot, sort, stack, take,
                        take_along_axis, topk)
 from .interop import asarray, from_dlpack
@@ -92,7 +92,7 @@ __all__ = [
     "int16", "uint16", "uint64",
     "tracing", "take_launches",
     "AsyncFusionError", "InputError", "Overloaded", "http_status", "ShapeError", "IndexingError", "DTypeError", "DeviceMismatchError", "AxisError",
-    "LimitError", "DataError", "ExecutionError", "DeviceLostError", "DeviceClosedError",
+    "LimitError", "DataError", "OptionError", "ExecutionError", "DeviceLostError", "DeviceClosedError",
     "BlockingCallError", "NoAdapterError",
     "tensordot", "searchsorted", "unique_all", "unique_counts", "unique_inverse",
     "unique_values", "UniqueAllResult", "UniqueCountsResult", "UniqueInverseResult",

@@ -9,11 +9,13 @@ built-in op.
 from __future__ import annotations
 
 import re
+import string
 from typing import Any
 from collections.abc import Callable
 
 from .codegen.wgsl.lowering import Lowering, register_lowering
 from .codegen.wgsl.types import Ty
+from .errors import OptionError
 from .ops import PRIMITIVES, Primitive, register
 from .tensor import Tensor, elementwise
 
@@ -33,21 +35,16 @@ def elementwise_op(name: str, *, wgsl: str, numpy: Callable[..., Any], arity: in
         common dtype, bool refused).
     """
     if not _NAME.match(name):
-        raise ValueError(f"op name {name!r} must be lower_snake_case")
+        raise OptionError(f"op name {name!r} must be lower_snake_case")
     if name in PRIMITIVES:
-        raise ValueError(f"an element-wise op named {name!r} exists already")
+        raise OptionError(f"an element-wise op named {name!r} exists already")
     if rule not in ("float", "numeric") or not 1 <= arity <= 3:
-        raise ValueError("rule must be 'float' or 'numeric' and arity 1..3")
+        raise OptionError("rule must be 'float' or 'numeric' and arity 1..3")
     if not isinstance(wgsl, str):
         raise TypeError(f"wgsl must be a WGSL expression string, not {wgsl!r}")
     if not callable(numpy):
         raise TypeError(f"numpy must be a function on numpy arrays, not {numpy!r}")
-    try:
-        wgsl.format(*[f"a{i}" for i in range(arity)], T="f32")
-    except (IndexError, KeyError, AttributeError, ValueError) as exc:
-        raise ValueError(f"wgsl template {wgsl!r} is not valid ({type(exc).__name__}: "
-                         f"{exc}); use only the placeholders {{0}}..{{{arity - 1}}} and "
-                         "{T}, and write literal braces as {{ }}") from exc
+    _check_template(wgsl, arity)
 
     def lower(args: list[str], ty: Ty) -> str:
         return f"({wgsl.format(*args, T=ty.t)})"
@@ -61,3 +58,25 @@ def elementwise_op(name: str, *, wgsl: str, numpy: Callable[..., Any], arity: in
     record.__name__ = name
     record.__doc__ = f"Custom element-wise op {name!r}: {wgsl}"
     return record
+
+
+def _check_template(wgsl: str, arity: int) -> None:
+    """Every operand's placeholder ``{0}``..``{arity - 1}`` is used, and no other but
+    ``{T}``: an OptionError that says which is wrong otherwise."""
+    want = ", ".join(f"{{{i}}}" for i in range(arity))
+    fix = (f"an op of arity {arity} uses each of {want} (and {{T}}, the register type, "
+           "where it needs it); write literal braces as {{ }}, or change arity=")
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(wgsl) if f is not None]
+    except ValueError as exc:  # a lone brace
+        raise OptionError(f"wgsl template {wgsl!r} is not valid ({exc}); {fix}") from exc
+    used = set(fields)
+    extra = sorted(used - {str(i) for i in range(arity)} - {"T"})
+    if extra:
+        raise OptionError(f"wgsl template {wgsl!r} has the placeholder(s) "
+                          f"{', '.join('{' + f + '}' for f in extra)} that no operand fills; "
+                          f"{fix}")
+    missing = [f"{{{i}}}" for i in range(arity) if str(i) not in used]
+    if missing:
+        raise OptionError(f"wgsl template {wgsl!r} never uses operand placeholder(s) "
+                          f"{', '.join(missing)}; {fix}")

@@ -24,6 +24,7 @@ __all__ = [
     "AxisError",
     "LimitError",
     "DataError",
+    "OptionError",
     "ExecutionError",
     "DeviceLostError",
     "DeviceClosedError",
@@ -70,7 +71,8 @@ class AxisError(InputError, IndexError):
 
 class IndexingError(InputError, IndexError):
     """Raised when an index is out of range, a slice step is zero, or an index is of a kind
-    not supported (``t[...]`` takes ints, slices, ``None`` and ``...``)."""
+    not supported (``t[...]`` takes ints, slices, ``None``, ``...``, lists, numpy arrays
+    and integer tensors; a boolean tensor needs ``await af.nonzero(mask)`` first)."""
 
 
 class LimitError(InputError, ValueError):
@@ -78,7 +80,15 @@ class LimitError(InputError, ValueError):
 
 
 class DataError(InputError, ValueError):
-    """Raised when data given to ``tensor()`` is ragged, empty of meaning, or not numeric."""
+    """Raised when data given to ``tensor()`` is ragged, empty of meaning, or not numeric,
+    or when an operand's value is one the op refuses (an integer tensor raised to a
+    negative integer power, as numpy refuses it)."""
+
+
+class OptionError(InputError, ValueError):
+    """Raised when an option or argument names something asyncfusion does not have or
+    take: an unknown backend, a device option out of its range, a custom op's WGSL
+    template whose placeholders do not match its operands."""
 
 
 class ExecutionError(AsyncFusionError, RuntimeError):

@@ -222,7 +222,7 @@ def rank_sort_limit(x: Tensor, rows: int = 1) -> int | None:
     in one buffer."""
     if x.dtype in sorting.SORTABLE:
         return None
-    return min(_MAX_SORT, math.isqrt(x.device.backend.max_buffer_size // (4 * max(rows, 1))))
+    return min(_MAX_SORT, math.isqrt(x.device.backend.max_binding // (4 * max(rows, 1))))
 
 
 def argsort(x: Tensor, axis: int = -1, descending: bool = False, *,

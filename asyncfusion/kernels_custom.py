@@ -38,7 +38,7 @@ import numpy as np
 
 from .dtype import DType, as_dtype
 from .engine.memory import Storage
-from .errors import AsyncFusionError, device_mismatch, LimitError, ShapeError
+from .errors import AsyncFusionError, device_mismatch, LimitError, OptionError, ShapeError
 from .ir import ExternOp, numel
 from .tensor import Tensor
 
@@ -97,11 +97,13 @@ class CustomKernel:
         specs = [Spec(t.shape, t.dtype) for t in tensors]
         outs = _outputs(self.name, self.output_rule(*specs, *params))
         backend = dev.backend
-        for shape, dtype in outs:
-            if numel(shape) * dtype.itemsize > backend.max_buffer_size:
-                raise LimitError(f"custom kernel {self.name!r}: an output of shape {shape} "
-                                 f"is larger than the device's buffers allow "
-                                 f"({backend.max_buffer_size} bytes)")
+        for shape, dtype in [(t.shape, t.dtype) for t in tensors] + outs:
+            if numel(shape) * dtype.itemsize > backend.max_binding:
+                raise LimitError(f"custom kernel {self.name!r}: a {dtype.label} tensor of "
+                                 f"shape {shape} is larger than one storage binding "
+                                 f"(max-storage-buffer-binding-size: {backend.max_binding} "
+                                 "bytes), and a custom kernel binds its tensors whole; give "
+                                 "it slices of at most that many bytes and combine them")
         if backend.name == "wgpu":
             groups = _groups(self.name, self.workgroup_rule(*specs, *params),
                              backend.limits["max-compute-workgroups-per-dimension"])
@@ -191,7 +193,7 @@ def custom_kernel(name: str, *, wgsl: str, inputs: int, outputs: Callable[..., A
         call's ``params``; numpy devices run it (without it the kernel refuses them).
     """
     if not _NAME.match(name):
-        raise ValueError(f"kernel name {name!r} must be lower_snake_case")
+        raise OptionError(f"kernel name {name!r} must be lower_snake_case")
     if not isinstance(wgsl, str):
         raise TypeError(f"wgsl must be the text of a WGSL compute shader, not {wgsl!r}")
     if not isinstance(inputs, int) or isinstance(inputs, bool) or inputs < 0:
@@ -251,8 +253,8 @@ def _outputs(name: str, rule: Any) -> list[tuple[tuple[int, ...], DType]]:
 def _groups(name: str, got: Any, limit: int) -> tuple[int, int, int]:
     g = (got,) if isinstance(got, int) else tuple(got)
     if not 1 <= len(g) <= 3 or not all(isinstance(x, int) and x >= 0 for x in g):
-        raise ValueError(f"custom kernel {name!r}: the workgroups rule must give an int or "
-                         f"up to 3 non-negative ints, not {got!r}")
+        raise OptionError(f"custom kernel {name!r}: the workgroups rule must give an int or "
+                          f"up to 3 non-negative ints, not {got!r}")
     if any(x > limit for x in g):
         raise LimitError(f"custom kernel {name!r}: {g} workgroups exceed the adapter's "
                          f"{limit} per dimension; spread them over y and z")
@@ -267,7 +269,7 @@ def _param_words(name: str, params: Sequence[Any]) -> np.ndarray:
             words.append(int(p))
         elif isinstance(p, (int, np.integer)):
             if not -(2**31) <= int(p) < 2**32:
-                raise ValueError(f"custom kernel {name!r}: param {p} does not fit in 32 bits")
+                raise OptionError(f"custom kernel {name!r}: param {p} does not fit in 32 bits")
             words.append(int(p) & 0xFFFFFFFF)
         elif isinstance(p, (float, np.floating)):
             words.append(int(np.float32(p).view(np.uint32)))

@@ -1,4 +1,4 @@
-"""Keys that are not views: assignment (``t[key] = value``) and integer-tensor keys.
+"""Assignment: ``t[key] = value``.
 
 **Assignment** is functional underneath. The new value of the whole tensor is one
 element-wise ``where(selected, value, t)``: per axis, the positions that the key selects
@@ -11,12 +11,8 @@ storage is freed once nothing else reads it). Other tensors keep their values: a
 taken of ``t`` before, or the tensor that ``t`` was a view of, does not change (copy on
 write, as torch's functionalization and JAX's ``x.at[key].set(value)``).
 
-**Integer-tensor keys** (``t[i, j]``, the Array API 2024.12's integer-array indexing):
-integer tensors and ints, one per leading axis, broadcast together; the result has the
-broadcast shape followed by the axes not indexed. The indices become one flat index
-into the indexed axes, read by one :func:`take` (a gather that fuses with its
-surroundings). A negative index counts from the end; one out of range cannot raise
-inside a kernel, so it is clamped to the axis, as :func:`take` does.
+Keys holding lists, numpy arrays or tensors (numpy's advanced indexing) are
+:mod:`asyncfusion.advanced_index`'s.
 """
 
 from __future__ import annotations
@@ -25,18 +21,17 @@ from typing import Any
 
 import numpy as np
 
+from . import advanced_index
 from .creation import arange, full
 from .dtype import DType
 from .errors import device_mismatch, DTypeError, IndexingError, ShapeError
-from .indexing import _indices, take, take_along_axis
+from .indexing import take_along_axis
 from .ir import IndexItem, numel
 from .namespace import can_cast
-from .tensor import Tensor, _float_scalar, _scalar_dtype, broadcast_shapes, elementwise, where
-from .views import broadcast_to, int_index, parse_key
+from .tensor import Tensor, _float_scalar, _scalar_dtype, elementwise, where
+from .views import broadcast_to, parse_key
 
-__all__ = ["assign", "assigned", "take_index"]
-
-_Index = Tensor | int  # one part of an integer-tensor key: positions, or one position
+__all__ = ["assign", "assigned"]
 
 
 def assign(t: Tensor, key: Any, value: Any) -> None:
@@ -57,10 +52,8 @@ def assigned(t: Tensor, key: Any, value: Any) -> Tensor:
     value = _value(t, value)
     if type(key) is Tensor and key.dtype is DType.bool:
         return _masked(t, key, value)
-    if type(key) is Tensor or (isinstance(key, tuple) and any(type(k) is Tensor for k in key)):
-        raise IndexingError("t[key] = value: a key holding integer tensors is not supported "
-                            "in assignment (the Array API leaves it unspecified); build a "
-                            "mask (for example af.arange(n) == i) and use where(mask, value, t)")
+    if advanced_index.is_advanced(key):
+        return advanced_index.assigned(t, key, value)
     items = parse_key(t.shape, key)
     region = tuple(1 if it.kind == "new" else it.length for it in items if it.kind != "int")
     region += t.shape[sum(it.kind != "new" for it in items):]
@@ -200,54 +193,3 @@ def _filled(t: Tensor, value: Any) -> Tensor:
     if type(value) is Tensor:
         return elementwise("copy", broadcast_to(value, t.shape))
     return full(t.shape, value, dtype=t.dtype, device=t.device)
-
-
-def take_index(x: Tensor, key: Any) -> Tensor:
-    """``x[i, j, ...]`` with integer tensors and ints for its leading axes (see the
-    module's docstring)."""
-    parts = list(key) if isinstance(key, tuple) else [key]
-    if parts and parts[-1] is Ellipsis:
-        parts.pop()  # the axes not indexed are kept anyway
-    if len(parts) > x.ndim:
-        raise IndexingError(f"too many indices for a tensor of shape {x.shape}: "
-                            f"{len(parts)} given, {x.ndim} dimension(s)")
-    lead = x.shape[:len(parts)]
-    shape: tuple[int, ...] = ()
-    flat: Tensor | int = 0
-    stride = 1
-    for d in reversed(range(len(parts))):
-        place = _array_index(parts[d], x, d)
-        if type(place) is Tensor:
-            shape = broadcast_shapes(shape, place.shape, "integer-array indexing")
-        flat = place * stride + flat
-        stride *= lead[d]
-    rows = x.reshape((numel(lead),) + x.shape[len(parts):])
-    if type(flat) is not Tensor:
-        raise IndexingError("integer-array indexing needs at least one integer tensor")
-    return take(rows, broadcast_to(flat, shape) if flat.shape != shape else flat, 0)
-
-
-def _array_index(part: Any, x: Tensor, d: int) -> _Index:
-    """One part of an integer-tensor key: an int, or a tensor of positions along axis
-    ``d`` wrapped from the end and clamped to the axis, in int32."""
-    if type(part) is not Tensor:
-        if part is None or part is Ellipsis or isinstance(part, slice) or isinstance(
-                part, bool) or not isinstance(part, int):
-            raise IndexingError(f"integer-array indexing takes ints and integer tensors, one "
-                                f"per leading axis, not {part!r}; index slices, None and ... "
-                                "in a second step (for example t[i, j][..., 1:])")
-        return int_index(part, x.shape, d)
-    if part.device is not x.device:
-        raise device_mismatch(f"integer-array indexing: the index t{part.id}", x.device,
-                              part.device)
-    if not part.dtype.is_int:
-        raise IndexingError(
-            f"an index tensor must hold integers, got {part.dtype.label}"
-            + ("; boolean masks do not index (the result's shape would depend on the data): "
-               "use where(), or nonzero() and then index" if part.dtype is DType.bool else ""))
-    n = x.shape[d]
-    if part.dtype is DType.uint32:  # past 2**31 it must not wrap to a negative index
-        part = elementwise("minimum", part, n - 1)
-    part = _indices(part, x, "integer-array indexing")  # int32, 64-bit ones clamped into it
-    part = where(part < 0, part + n, part)
-    return elementwise("minimum", elementwise("maximum", part, 0), max(n - 1, 0))

@@ -16,8 +16,8 @@ from ._debug import in_event_loop
 from ._tracebacks import clear_read_frames
 from .engine.memory import Poison
 from .dtype import NEEDS, DType, as_dtype, check_held, check_promoted, int_range, promote
-from .errors import (AxisError, BlockingCallError, device_mismatch, DTypeError, LimitError,
-                     ShapeError)
+from .errors import (AxisError, BlockingCallError, DataError, device_mismatch, DTypeError,
+                     LimitError, ShapeError)
 from .ir import CatOp, ElementwiseOp, Layout, ScalarIr, TensorIr, TensorStatus, numel
 from .ops import PRIMITIVES
 
@@ -478,8 +478,8 @@ def _check_size(shape: tuple[int, ...], device: Any, what: str,
     if nbytes > device.max_buffer_size:
         raise LimitError(
             f"{what}: a tensor of shape {shape} needs {nbytes} bytes, more than this device's "
-            f"largest buffer ({device.max_buffer_size} bytes); split the work into smaller "
-            "tensors")
+            f"largest buffer (the adapter's max-buffer-size: {device.max_buffer_size} "
+            "bytes); split the work into smaller tensors")
 
 
 def _compute_dtype(op: str, rule: str, dtypes: list[DType], what: str) -> tuple[DType, DType]:
@@ -605,10 +605,15 @@ def elementwise(op: str, *args: Any, dtype: DType | None = None) -> Tensor:
     if first is None:
         raise TypeError(f"{_what(op)}: at least one operand must be an asyncfusion "
                         "Tensor")
-    if op == "pow" and len(args) == 2 and args[0] is first and type(args[1]) in (int, float) \
-            and args[1] == 2 and (type(args[1]) is int or first.dtype.is_float) \
-            and first.dtype is not DType.bool:
-        return elementwise("square", first)  # x ** 2 is exactly x * x, and far cheaper
+    if op == "pow" and len(args) == 2 and args[0] is first and type(args[1]) in (int, float):
+        if type(args[1]) is int and args[1] < 0 and first.dtype.is_int:
+            raise DataError(f"{_what(op)}: Integers to negative integer powers are not "
+                            f"allowed ({first.dtype.label} tensor ** {args[1]}; numpy refuses "
+                            "it too); cast to float first: "
+                            f"t.astype(asyncfusion.float32) ** {args[1]}")
+        if args[1] == 2 and (type(args[1]) is int or first.dtype.is_float) \
+                and first.dtype is not DType.bool:
+            return elementwise("square", first)  # x ** 2 is exactly x * x, and far cheaper
     key = tuple(kinds)
     resolved = _RESOLVED.get(key)
     if resolved is None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from . import advanced_index
 from .errors import AxisError, IndexingError, ShapeError
 from .ir import IndexItem, Layout, ViewOp, numel
 from .tensor import Tensor, broadcast_shapes, check_dims, elementwise, normalize_axis
@@ -145,9 +146,10 @@ def _int_index(k: Any) -> bool:
 
 def index(x: Tensor, key: Any, kind: str = "index") -> Tensor:
     """Basic indexing (ints, slices with any non-zero step, ``None`` and ``...``): a view.
-    A key holding integer tensors gathers (:func:`asyncfusion.setitem.take_index`)."""
-    if type(key) is Tensor or (isinstance(key, tuple) and any(type(k) is Tensor for k in key)):
-        return _keys.take_index(x, key)
+    A key holding lists, numpy arrays or integer tensors gathers
+    (:func:`asyncfusion.advanced_index.getitem`)."""
+    if advanced_index.is_advanced(key):
+        return advanced_index.getitem(x, key)
     return view(x, x.view_layout.index(parse_key(x.shape, key)), kind)
 
 
@@ -160,7 +162,7 @@ def parse_key(shape: tuple[int, ...], key: Any) -> tuple[IndexItem, ...]:
         if not (k is None or k is Ellipsis or isinstance(k, slice) or _int_index(k)):
             raise IndexingError(
                 f"index {k!r} ({type(k).__name__}) is not supported: use ints, slices, None, "
-                "... or integer tensors; for a mask use where()")
+                "..., lists, numpy arrays or integer tensors")
     if sum(k is Ellipsis for k in key) > 1:
         raise IndexingError(f"an index can have only one ellipsis (...), got {key!r}")
     ndim = len(shape)
@@ -202,6 +204,3 @@ def int_index(k: Any, shape: tuple[int, ...], axis: int) -> int:
         raise IndexingError(f"index {i} is out of range for axis {axis} with size "
                             f"{size} (shape {shape}); valid: {-size}..{size - 1}")
     return i % size
-
-
-from . import setitem as _keys  # noqa: E402 - it builds on these views

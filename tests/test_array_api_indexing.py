@@ -62,17 +62,15 @@ async def test_out_of_range_indices_are_clamped_like_take(ref):
 
 def test_integer_array_index_errors():
     t = af.tensor(A)
-    with pytest.raises(af.IndexingError, match="boolean masks do not index"):
+    with pytest.raises(af.IndexingError, match=r"boolean tensor mask .*af\.nonzero"):
         t[t > 0]
     with pytest.raises(af.IndexingError, match="must hold integers"):
         t[af.tensor([0.5])]
-    with pytest.raises(af.IndexingError, match="ints and integer tensors"):
-        t[af.tensor([0, 1]), 1:]
     with pytest.raises(af.IndexingError, match="too many indices"):
         t[af.tensor([0]), 0, 0]
     with pytest.raises(af.IndexingError, match="out of range"):
         t[af.tensor([0]), 6]
-    with pytest.raises(af.ShapeError):
+    with pytest.raises(af.IndexingError, match="do not broadcast together"):
         t[af.tensor([0, 1]), af.tensor([0, 1, 2])]
 
 

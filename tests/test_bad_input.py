@@ -11,7 +11,7 @@ Part 2 holds the valid edge cases (empty and zero-size tensors, 0-d tensors, NaN
 inf, numpy dtype conversions). Each runs on the wgpu device with fusion, without fusion
 and on the numpy reference backend, and is compared with numpy.
 
-Limit cases: this device's real ``max_buffer_size`` (128 MiB on lavapipe) is exceeded
+Limit cases: this device's real ``max_buffer_size`` (2 GiB on lavapipe) is exceeded
 with broadcasts of small inputs, or with shapes so large numpy itself could never
 allocate them. To check that every *creation path* consults the limit without touching
 GBs of host memory, some cases lower the limit of the device under test to 1 KiB for

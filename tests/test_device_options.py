@@ -41,5 +41,8 @@ def test_bad_values_are_refused_naming_the_option(options, error, text):
 
 
 def test_an_unknown_backend_says_which_exist():
-    with pytest.raises(ValueError, match="unknown backend 'cuda'; use 'wgpu' or 'numpy'"):
+    with pytest.raises(af.OptionError, match=r"unknown backend 'cuda'; use 'wgpu' .*NVIDIA"
+                                             r".* or 'numpy'.*af\.open_device\('wgpu'\)"):
         af.DeviceOptions(backend="cuda")
+    with pytest.raises(af.InputError, match="unknown backend 'metal'"):
+        af.Device("metal")

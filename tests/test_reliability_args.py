@@ -69,7 +69,7 @@ def test_ones_with_two_ints_says_how_to_write_the_shape():
     ({"workgroup": 5000}, ValueError, "larger than this adapter allows"),
     ({"max_storage_bindings": 2}, ValueError, "max_storage_bindings must be at least 4"),
     ({"fusion": "yes"}, TypeError, "fusion must be True or False"),
-    ({"backend": "cuda"}, ValueError, "unknown backend"),
+    ({"backend": "cuda"}, af.OptionError, "unknown backend"),
 ])
 async def test_bad_device_options_are_refused_when_the_device_opens(kwargs, error, match):
     with pytest.raises(error, match=match):
@@ -77,11 +77,24 @@ async def test_bad_device_options_are_refused_when_the_device_opens(kwargs, erro
             pass
 
 
-@pytest.mark.parametrize("wgsl, error", [("{0.real}", ValueError), (None, TypeError),
-                                         ("{0} + {", ValueError), ("{2}", ValueError)])
+@pytest.mark.parametrize("wgsl, error", [("{0.real}", af.OptionError), (None, TypeError),
+                                         ("{0} + {", af.OptionError),
+                                         ("{2}", af.OptionError)])
 def test_a_bad_custom_wgsl_template_is_refused_clearly(wgsl, error):
     with pytest.raises(error, match="wgsl"):
         af.elementwise_op("bad_template_op", wgsl=wgsl, numpy=np.negative)
+
+
+@pytest.mark.parametrize("wgsl, arity, says", [
+    ("{0} + {1}", 1, r"placeholder\(s\) \{1\} that no operand fills"),  # one extra
+    ("{0} * {T}(2.0)", 2, r"never uses operand placeholder\(s\) \{1\}"),  # one missing
+    ("{1} - {0} + {x}", 2, r"\{x\} that no operand fills"),
+])
+def test_a_template_names_the_placeholder_that_does_not_match(wgsl, arity, says):
+    with pytest.raises(af.OptionError, match=says) as info:
+        af.elementwise_op("mismatched_op", wgsl=wgsl, numpy=np.negative, arity=arity)
+    assert f"an op of arity {arity} uses each of" in str(info.value)  # the remedy
+    assert isinstance(info.value, af.InputError) and isinstance(info.value, ValueError)
 
 
 def test_a_custom_op_needs_a_numpy_function():

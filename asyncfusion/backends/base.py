@@ -64,7 +64,8 @@ class Backend(Protocol):
 
     name: str
     max_storage_bindings: int
-    max_buffer_size: int
+    max_buffer_size: int  # bytes: the largest buffer (tensor)
+    max_binding: int  # bytes of a buffer one kernel binding reaches (<= max_buffer_size)
     fuses: bool
     faults: FaultInjector
     storage_align: int  # bytes: where a range of a buffer (``sub``) may start

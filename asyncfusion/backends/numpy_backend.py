@@ -160,6 +160,7 @@ class NumpyBackend:
     fuses = True
     max_storage_bindings = 1 << 30
     max_buffer_size = 1 << 62
+    max_binding = max_buffer_size
     storage_align = 4
     dtypes = frozenset(DType)
 

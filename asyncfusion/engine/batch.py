@@ -215,7 +215,7 @@ def _upload_batched(step: OpStep, members: list[tuple[list[OperationIr], list[in
     size = raws[0].nbytes
     stride = -(-size // backend.storage_align) * backend.storage_align
     if not size or any(r.nbytes != size for r in raws) or \
-            stride * len(raws) > backend.max_buffer_size:
+            stride * len(raws) > backend.max_binding:
         for ops, ids in members:
             step.run(ops, ids, ctx)
         return
@@ -256,7 +256,7 @@ def _max_instances(step: KernelStep, ctx: Context) -> Callable[[LaunchArgs], int
                 return 1
             biggest = max(biggest, size)
         biggest = max([biggest] + [n * ld.dtype.itemsize for ld in kernel.loads])
-        limit = ctx.backend.max_buffer_size // (-(-biggest // align) * align)
+        limit = ctx.backend.max_binding // (-(-biggest // align) * align)
         return max(1, min(limit, (1 << 31) // n))
 
     return cap
@@ -366,7 +366,7 @@ class _Packed:
         if hit is not None:
             return hit
         stride = -(-need // 4) * 4
-        if stride * len(storages) > self.backend.max_buffer_size:
+        if stride * len(storages) > self.backend.max_binding:
             raise ValueError("the packed inputs would exceed the largest buffer")
         buffer = self.backend.alloc(stride * len(storages))
         for b, s in enumerate(storages):

@@ -115,7 +115,15 @@ class Device:
 
     @property
     def max_buffer_size(self) -> int:
+        """Bytes of the largest buffer, and so of the largest tensor (the adapter's
+        max-buffer-size)."""
         return int(self.backend.max_buffer_size)
+
+    @property
+    def max_binding(self) -> int:
+        """Bytes of a buffer one kernel binding reaches (max-storage-buffer-binding-size):
+        element-wise ops over larger tensors split their bindings; other ops refuse."""
+        return int(self.backend.max_binding)
 
     def stats(self) -> CounterSnapshot:
         """Launches, blocks, plan-cache hits/misses and kernels generated so far."""

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..errors import OptionError
+
 if TYPE_CHECKING:
     from ..backends.wgpu.adapters import Adapter
 
@@ -86,7 +88,9 @@ class DeviceOptions:
 
     def __post_init__(self) -> None:
         if self.backend not in _BACKENDS:
-            raise ValueError(f"unknown backend {self.backend!r}; use 'wgpu' or 'numpy'")
+            raise OptionError(f"unknown backend {self.backend!r}; use 'wgpu' (every GPU, NVIDIA's "
+                              "included, through WebGPU: Vulkan, Metal, D3D12) or 'numpy' "
+                              "(the host reference): af.open_device('wgpu')")
         self.adapter_index()
         if not isinstance(self.fusion, bool):
             raise TypeError(f"fusion must be True or False, not {self.fusion!r}")
@@ -100,20 +104,20 @@ class DeviceOptions:
             if not isinstance(cache, int) or isinstance(cache, bool):
                 raise TypeError(f"cache_bytes must be an int (bytes) or None, not {cache!r}")
             if cache < 0:
-                raise ValueError(f"cache_bytes must be 0 or more (0: free buffers at once), "
+                raise OptionError(f"cache_bytes must be 0 or more (0: free buffers at once), "
                                  f"not {cache}")
         retry = self.retry_after
         if not isinstance(retry, (int, float)) or isinstance(retry, bool) or not retry > 0:
-            raise ValueError(f"retry_after must be a positive number of seconds, not {retry!r}")
+            raise OptionError(f"retry_after must be a positive number of seconds, not {retry!r}")
         target = self.target_latency_ms
         if target is not None and (not isinstance(target, (int, float))
                                    or isinstance(target, bool) or not 0 < target < math.inf):
-            raise ValueError(f"target_latency_ms must be a positive number of milliseconds "
-                             f"or None (a fixed max_pending), not {target!r}")
+            raise OptionError(f"target_latency_ms must be a positive number of milliseconds "
+                              f"or None (a fixed max_pending), not {target!r}")
         wait = self.max_wait_ms
         if not isinstance(wait, (int, float)) or isinstance(wait, bool) \
                 or not 0 <= wait < float("inf"):
-            raise ValueError(f"max_wait_ms must be a number of milliseconds, 0 or more (0: "
+            raise OptionError(f"max_wait_ms must be a number of milliseconds, 0 or more (0: "
                              f"rounds start at once), not {wait!r}")
 
     def adapter_index(self) -> int | None:
@@ -123,7 +127,7 @@ class DeviceOptions:
         if choice is None:
             return None
         if self.backend != "wgpu":
-            raise ValueError(f"adapter= picks a wgpu adapter; the {self.backend!r} backend "
+            raise OptionError(f"adapter= picks a wgpu adapter; the {self.backend!r} backend "
                              "runs on the host (leave adapter out)")
         if isinstance(choice, bool) or not (isinstance(choice, int) or callable(choice)):
             raise TypeError(f"adapter must be an index into asyncfusion.adapters() or a "
@@ -134,13 +138,13 @@ class DeviceOptions:
         names = "; ".join(map(str, listed)) or "none: wgpu sees no adapter"
         if isinstance(choice, int):
             if not 0 <= choice < len(listed):
-                raise ValueError(f"adapter={choice} is out of range: this host has "
+                raise OptionError(f"adapter={choice} is out of range: this host has "
                                  f"{len(listed)} adapter(s): {names}")
             return choice
         for a in listed:
             if choice(a):
                 return a.index
-        raise ValueError(f"adapter= predicate matched none of this host's adapters: {names}")
+        raise OptionError(f"adapter= predicate matched none of this host's adapters: {names}")
 
 
 def _check_int(name: str, value: Any, low: int, optional: bool) -> None:
@@ -152,4 +156,4 @@ def _check_int(name: str, value: Any, low: int, optional: bool) -> None:
     if value < low:
         extra = " (or None: no limit)" if optional and name.startswith("max_") and \
             name != "max_storage_bindings" else ""
-        raise ValueError(f"{name} must be at least {low}{extra}, not {value}")
+        raise OptionError(f"{name} must be at least {low}{extra}, not {value}")

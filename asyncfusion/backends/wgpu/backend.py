@@ -30,6 +30,7 @@ from ..faults import FaultInjector
 from .memory import STAGING_CACHE, BufferPool
 from ...codegen.wgsl.matmul import MatmulTiles, render_matmul, with_layout
 from ...codegen.wgsl.render import RowWords, param_words, render
+from .bindings import oversized, pieces, refuse
 from .runtime import Buffer, Runtime, detach, get_runtime
 
 __all__ = ["WgpuBackend"]
@@ -154,6 +155,7 @@ class WgpuBackend:
         self.faults = FaultInjector()
         self.max_storage_bindings = self.rt.max_storage_bindings
         self.max_buffer_size = self.rt.max_buffer_size
+        self.max_binding = self.rt.max_binding  # larger buffers: see bindings.py
         self.storage_align = self.rt.storage_align
         if cache_bytes is None:
             env = os.environ.get("ASYNCFUSION_CACHE_BYTES")
@@ -227,6 +229,11 @@ class WgpuBackend:
     def launch(self, kernel: Kernel, args: LaunchArgs, loads: list[Buffer],
                stores: list[Buffer]) -> None:
         self.rt.check_alive()
+        if oversized(loads + stores, self.max_binding):
+            for p in pieces(kernel, args, loads, stores, self.max_binding,
+                            self.max_buffer_size, self.storage_align):
+                self.launch(p.kernel, p.args, p.loads, p.stores)
+            return
         n = numel(args.shape)
         wg = self.rt.workgroup
         variant: _Variant = (0, None, 1)
@@ -282,6 +289,11 @@ class WgpuBackend:
         ``params`` at binding 0, ``loads`` (read-only) then ``stores`` from binding 1."""
         self.rt.check_alive()
         self.faults.check("launch", (title,))
+        big = oversized(loads + stores, self.max_binding)
+        if big:
+            raise refuse(f"custom kernel {title!r}", big, self.max_binding,
+                         self.max_buffer_size, "a custom kernel binds its buffers whole; "
+                         "give it tensors of at most that many bytes (slices) and combine")
         storage = [(b, "read") for b in loads] + [(b, "read_write") for b in stores]
         if numel(groups):
             self.rt.dispatch(self.batch, wgsl, storage, params, 0, groups)

@@ -111,7 +111,7 @@ class Runtime:
         self.dispatches_per_submit = 256 if cpu else 16
         self.max_storage_bindings = want
         self.max_binding = lim["max-storage-buffer-binding-size"]
-        self.max_buffer_size = min(lim["max-buffer-size"], self.max_binding)
+        self.max_buffer_size = lim["max-buffer-size"]  # kernels bind max_binding of it
         self.max_workgroups = lim["max-compute-workgroups-per-dimension"]
         self.uniform_align = max(lim["min-uniform-buffer-offset-alignment"], 16)
         self.adapter_info = dict(adapter.info)
