@@ -11,32 +11,32 @@ from ._env import ensure_runtime_dir as _ensure_runtime_dir
 
 _ensure_runtime_dir()  # before any wgpu driver loads: silences Mesa's XDG_RUNTIME_DIR errors
 
-from .custom import elementwise_op
-from .kernels_custom import KernelCompileError, custom_kernel
-from .interop_device import DeviceBuffer, adopt, resolve
-from .nonzero import nonzero
-from .creation import (arange, empty, empty_like, eye, full, full_like, linspace, ones,
+from .extend.custom_op import elementwise_op
+from .extend.custom_kernel import KernelCompileError, custom_kernel
+from .extend.adopt import DeviceBuffer, adopt, resolve
+from .api.nonzero import nonzero
+from .api.creation import (arange, empty, empty_like, eye, full, full_like, linspace, ones,
                        ones_like, rand, randn, tensor, zeros, zeros_like)
 from .runtime import Device, DeviceOptions, DevicePool, default_device, open_device, open_pool
-from .read import to_data
+from .api.read import to_data
 from .backends.wgpu.adapters import Adapter, adapters
-from .dtype import (DType, NarrowingWarning, bool_, float16, float32, float64, int16, int32,
+from ._core.dtype import (DType, NarrowingWarning, bool_, float16, float32, float64, int16, int32,
                     int64, uint16, uint32, uint64)
-from .errors import (AsyncFusionError, AxisError, BlockingCallError, DataError,
+from ._core.errors import (AsyncFusionError, AxisError, BlockingCallError, DataError,
                      DeviceClosedError, DeviceLostError, DeviceMismatchError, DTypeError,
                      ExecutionError, IndexingError, InputError, LimitError, NoAdapterError,
                      Overloaded, ShapeError, http_status)
-from .indexing import (argsort, gather, index_select, one_hot, sort, stack, take,
+from .api.indexing import (argsort, gather, index_select, one_hot, sort, stack, take,
                        take_along_axis, topk)
-from .interop import asarray, from_dlpack
+from .extend.interop import asarray, from_dlpack
 from .linalg import matmul, matrix_transpose, tensordot
-from .manipulation import (broadcast_arrays, broadcast_shapes, count_nonzero,
+from .api.manipulation import (broadcast_arrays, broadcast_shapes, count_nonzero,
                            cumulative_prod, cumulative_sum, diff, expand_dims, isin, meshgrid,
                            moveaxis, permute_dims, repeat, reshape, roll, tile, tril, triu,
                            unstack, vecdot)
-from .namespace import (__array_namespace_info__, astype, can_cast, e, finfo, iinfo, inf,
+from .api.namespace import (__array_namespace_info__, astype, can_cast, e, finfo, iinfo, inf,
                         isdtype, nan, newaxis, pi, result_type)
-from .elementwise_api import (acos, acosh, add, asin, asinh, atan, atan2, atanh, bitwise_and,
+from .api.elementwise import (acos, acosh, add, asin, asinh, atan, atan2, atanh, bitwise_and,
                               bitwise_invert, bitwise_left_shift, bitwise_or,
                               bitwise_right_shift, bitwise_xor, conj, copysign, cosh, divide,
                               equal, expm1, greater, greater_equal, hypot, imag, less,
@@ -45,13 +45,13 @@ from .elementwise_api import (acos, acosh, add, asin, asinh, atan, atan2, atanh,
                               nextafter, not_equal, positive, pow, real, reciprocal, signbit,
                               sinh, subtract, tan, trunc)
 from .engine.streams import StreamId
-from .reductions import (clip, gelu, layer_norm, log_softmax, logsumexp, mean, prod, silu,
+from .api.reductions import (clip, gelu, layer_norm, log_softmax, logsumexp, mean, prod, silu,
                          softmax, sum, var)
-from .tensor import Tensor, cat, concat, maximum, minimum, where
-from .views import broadcast_to, contiguous, flip, permute, squeeze, unsqueeze
+from ._core.tensor import Tensor, cat, concat, maximum, minimum, where
+from .api.views import broadcast_to, contiguous, flip, permute, squeeze, unsqueeze
 from .trace import take_launches, tracing
-from .searching import searchsorted
-from .sets import (UniqueAllResult, UniqueCountsResult, UniqueInverseResult, unique_all,
+from .api.searching import searchsorted
+from .api.sets import (UniqueAllResult, UniqueCountsResult, UniqueInverseResult, unique_all,
                    unique_counts, unique_inverse, unique_values)
 from ._debug import IntermediateKeptWarning
 

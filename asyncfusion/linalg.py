@@ -18,11 +18,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from .dtype import NEEDS, DType, promote
-from .errors import AxisError, device_mismatch, DTypeError, ShapeError
+from ._core.dtype import NEEDS, DType, promote
+from ._core.errors import AxisError, device_mismatch, DTypeError, ShapeError
 from .ir import MatmulOp
-from .reductions import reduce
-from .tensor import Tensor, _check_size, broadcast_shapes, normalize_axis
+from .api.reductions import reduce
+from ._core.tensor import Tensor, _check_size, broadcast_shapes, normalize_axis
 
 __all__ = ["matmul", "tensordot", "matrix_transpose", "vecdot"]
 
@@ -135,4 +135,4 @@ def matrix_transpose(x: Tensor, /) -> Tensor:
     return x.mT
 
 
-from .manipulation import vecdot  # noqa: E402 - the linalg extension names it too
+from .api.manipulation import vecdot  # noqa: E402 - the linalg extension names it too

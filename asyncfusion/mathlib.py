@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .dtype import DType
+from ._core.dtype import DType
 from .mathlib64 import MATH64, NEEDS64
 from .primitives import (HELPERS, HELPERS_F64, Primitive, Rule, Ty, _fn, _lanes, _same, _unary,
                          register)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dtype import DType
+from ._core.dtype import DType
 
 __all__ = ["Ty", "Primitive", "PRIMITIVES", "Reduction", "REDUCTIONS", "register",
            "WGSL_TYPE", "STORAGE_TYPE", "isnan", "convert", "HELPERS", "HELPERS_WIDE", "HELPERS_F64",

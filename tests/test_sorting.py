@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import asyncfusion as af
-from asyncfusion import selection, sorting
+from asyncfusion.api import selection, sorting
 from tests.test_views_reductions import launches
 
 RNG = np.random.default_rng(11)

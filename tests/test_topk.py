@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import asyncfusion as af
-from asyncfusion import selection
+from asyncfusion.api import selection
 from tests.test_views_reductions import launches
 
 RNG = np.random.default_rng(23)

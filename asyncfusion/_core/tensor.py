@@ -12,14 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from ._debug import in_event_loop
-from ._tracebacks import clear_read_frames
-from .engine.memory import Poison
+from .._debug import in_event_loop
+from .tracebacks import clear_read_frames
+from ..engine.memory import Poison
 from .dtype import NEEDS, DType, as_dtype, check_held, check_promoted, int_range, promote
 from .errors import (AxisError, BlockingCallError, device_mismatch, DTypeError, LimitError,
                      ShapeError)
-from .ir import CatOp, ElementwiseOp, Layout, ScalarIr, TensorIr, TensorStatus, numel
-from .primitives import PRIMITIVES, WIDE
+from ..ir import CatOp, ElementwiseOp, Layout, ScalarIr, TensorIr, TensorStatus, numel
+from ..primitives import PRIMITIVES, WIDE
 
 __all__ = ["Tensor", "elementwise", "where", "minimum", "maximum", "cat", "concat"]
 
@@ -370,15 +370,15 @@ class Tensor:
         """``t[key] = value``: this tensor takes a new value (a new id) in which the
         elements ``key`` selects are ``value`` (cast to this dtype); tensors that were
         views of it, or that it was a view of, keep their values (copy on write)."""
-        from .setitem import assign
+        from ..api.setitem import assign
         assign(self, key, value)
 
     def to(self, device: Any, /) -> Tensor:
         """This tensor on ``device`` (itself when it is already there): a lazy copy,
         ordered after what computes this tensor; it runs when a read on ``device`` needs
         it (one read here, one upload there). See ``docs/concepts/devices.md``."""
-        from .runtime import as_device
-        from .moving import copy_to
+        from ..runtime import as_device
+        from ..extend.moving import copy_to
 
         target = as_device(device)
         return self if target is self.device else copy_to(self, target)
@@ -761,6 +761,6 @@ def concat(arrays: list[Tensor] | tuple[Tensor, ...], /, *, axis: int | None = 0
     return cat(arrays, axis)
 
 
-from . import reductions as _red  # noqa: E402 - they build on Tensor
-from . import views as _views  # noqa: E402
-from . import linalg as _linalg  # noqa: E402
+from ..api import reductions as _red  # noqa: E402 - they build on Tensor
+from ..api import views as _views  # noqa: E402
+from .. import linalg as _linalg  # noqa: E402

@@ -12,16 +12,16 @@ from typing import Any
 
 import numpy as np
 
-from .dtype import NARROWED, DType, NarrowingWarning, as_dtype, check_held, from_numpy, int_range
-from .errors import DataError, ShapeError
-from .ir import InitOp, IotaOp
-from .tensor import Tensor, _check_size, check_dims
+from .._core.dtype import NARROWED, DType, NarrowingWarning, as_dtype, check_held, from_numpy, int_range
+from .._core.errors import DataError, ShapeError
+from ..ir import InitOp, IotaOp
+from .._core.tensor import Tensor, _check_size, check_dims
 
 __all__ = ["tensor", "zeros", "ones", "full", "arange", "rand", "randn", "from_numpy_array",
            "zeros_like", "ones_like", "full_like", "empty", "empty_like", "eye", "linspace"]
 
 def _device(device: Any) -> Any:
-    from .runtime import as_device, default_device
+    from ..runtime import as_device, default_device
 
     return default_device() if device is None else as_device(device)
 

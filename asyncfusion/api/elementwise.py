@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .creation import zeros_like
-from .tensor import Tensor, elementwise
+from .._core.tensor import Tensor, elementwise
 
 __all__ = [
     "acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh", "tan", "expm1",

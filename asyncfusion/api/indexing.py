@@ -30,10 +30,10 @@ from typing import Any
 
 from . import selection, sorting
 from .creation import arange, full, tensor
-from .dtype import DType, int_range
-from .errors import device_mismatch, DTypeError, IndexingError, LimitError, ShapeError
-from .ir import GatherOp
-from .tensor import (Tensor, _check_size, broadcast_shapes, cat, elementwise, normalize_axis,
+from .._core.dtype import DType, int_range
+from .._core.errors import device_mismatch, DTypeError, IndexingError, LimitError, ShapeError
+from ..ir import GatherOp
+from .._core.tensor import (Tensor, _check_size, broadcast_shapes, cat, elementwise, normalize_axis,
                      where)
 
 __all__ = ["take_along_axis", "gather", "take", "index_select", "stack", "one_hot", "topk",

@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 
 from .creation import arange, full
-from .dtype import DType, as_dtype
-from .errors import AxisError, DTypeError, ShapeError
+from .._core.dtype import DType, as_dtype
+from .._core.errors import AxisError, DTypeError, ShapeError
 from .reductions import reduce
-from .tensor import broadcast_shapes as broadcast_shapes_of
-from .tensor import Tensor, cat, elementwise, normalize_axis, where
+from .._core.tensor import broadcast_shapes as broadcast_shapes_of
+from .._core.tensor import Tensor, cat, elementwise, normalize_axis, where
 from .views import broadcast_to, permute, reshape_target, unsqueeze
 from .views import reshape as view_reshape
 

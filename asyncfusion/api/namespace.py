@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from .dtype import DType, as_dtype, promote
-from .errors import DTypeError
-from .tensor import Tensor, _scalar_dtype, elementwise
+from .._core.dtype import DType, as_dtype, promote
+from .._core.errors import DTypeError
+from .._core.tensor import Tensor, _scalar_dtype, elementwise
 
 __all__ = ["__array_namespace_info__", "ArrayNamespaceInfo", "finfo", "iinfo", "finfo_object",
            "iinfo_object", "result_type", "can_cast", "isdtype", "astype", "e", "pi", "inf",
@@ -164,7 +164,7 @@ class ArrayNamespaceInfo:
                 "max dimensions": None}
 
     def default_device(self) -> Any:
-        from .runtime import default_device
+        from ..runtime import default_device
         return default_device()
 
     def devices(self) -> list[Any]:
@@ -180,7 +180,7 @@ class ArrayNamespaceInfo:
         """The dtypes ``device`` (the default device) holds, optionally of one ``kind``:
         float16 only where its adapter has ``shader-f16``, float64 where it has
         ``shader-f64`` and ``shader-int64``, int64 and uint64 where it has ``shader-int64``."""
-        from .runtime import as_device
+        from ..runtime import as_device
         held = (self.default_device() if device is None else as_device(device)).backend.dtypes
         return {d.label: d for d in DType if d in held and (kind is None or isdtype(d, kind))}
 

@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from .dtype import DType
-from .errors import ShapeError
-from .kernels_custom import Spec, custom_kernel
+from .._core.dtype import DType
+from .._core.errors import ShapeError
+from ..extend.custom_kernel import Spec, custom_kernel
 from .manipulation import cumulative_sum
-from .tensor import Tensor
+from .._core.tensor import Tensor
 
 __all__ = ["nonzero", "flag_positions", "groups_over_first", "thread_wgsl"]
 

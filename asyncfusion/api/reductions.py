@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .dtype import DType, as_dtype
-from .errors import AxisError, DTypeError, ShapeError
-from .ir import ReduceOp, numel
-from .primitives import REDUCTIONS
-from .tensor import Tensor, _check_size, elementwise, normalize_axis
+from .._core.dtype import DType, as_dtype
+from .._core.errors import AxisError, DTypeError, ShapeError
+from ..ir import ReduceOp, numel
+from ..primitives import REDUCTIONS
+from .._core.tensor import Tensor, _check_size, elementwise, normalize_axis
 
 __all__ = ["reduce", "sum", "prod", "mean", "var", "softmax", "log_softmax", "logsumexp", "layer_norm",
            "gelu", "silu", "clip"]

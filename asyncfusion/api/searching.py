@@ -16,13 +16,13 @@ from typing import Any, Literal
 import numpy as np
 
 from .creation import tensor
-from .dtype import DType, promote
-from .errors import device_mismatch, DTypeError, LimitError, ShapeError
+from .._core.dtype import DType, promote
+from .._core.errors import device_mismatch, DTypeError, LimitError, ShapeError
 from .indexing import take
-from .kernels_custom import CustomKernel, Spec, custom_kernel
+from ..extend.custom_kernel import CustomKernel, Spec, custom_kernel
 from .nonzero import groups_over_first, thread_wgsl
-from .primitives import STORAGE_TYPE, isnan
-from .tensor import Tensor, _scalar_dtype
+from ..primitives import STORAGE_TYPE, isnan
+from .._core.tensor import Tensor, _scalar_dtype
 
 __all__ = ["searchsorted"]
 

@@ -34,10 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from .dtype import DType
-from .kernels_custom import CustomKernel, Spec, custom_kernel
+from .._core.dtype import DType
+from ..extend.custom_kernel import CustomKernel, Spec, custom_kernel
 from .sortkeys import KIND, keys_np, wgsl_key
-from .tensor import Tensor
+from .._core.tensor import Tensor
 
 __all__ = ["top_k", "plan", "launches", "max_k", "K_MAX"]
 

@@ -26,12 +26,12 @@ from typing import Any
 import numpy as np
 
 from .creation import arange, full
-from .dtype import DType
-from .errors import device_mismatch, DTypeError, IndexingError, ShapeError
+from .._core.dtype import DType
+from .._core.errors import device_mismatch, DTypeError, IndexingError, ShapeError
 from .indexing import _indices, take, take_along_axis
-from .ir import IndexItem, numel
+from ..ir import IndexItem, numel
 from .namespace import can_cast
-from .tensor import Tensor, _float_scalar, _scalar_dtype, broadcast_shapes, elementwise, where
+from .._core.tensor import Tensor, _float_scalar, _scalar_dtype, broadcast_shapes, elementwise, where
 from .views import broadcast_to, int_index, parse_key
 
 __all__ = ["assign", "assigned", "take_index"]

@@ -30,12 +30,12 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .creation import full, zeros
-from .dtype import DType
-from .errors import LimitError
+from .._core.dtype import DType
+from .._core.errors import LimitError
 from .indexing import argsort, rank_sort_limit, take
-from .kernels_custom import Spec, custom_kernel
+from ..extend.custom_kernel import Spec, custom_kernel
 from .nonzero import flag_positions, groups_over_first, thread_wgsl
-from .tensor import Tensor, cat
+from .._core.tensor import Tensor, cat
 
 __all__ = ["unique_all", "unique_counts", "unique_inverse", "unique_values",
            "UniqueAllResult", "UniqueCountsResult", "UniqueInverseResult"]

@@ -29,10 +29,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .dtype import DType
-from .kernels_custom import CustomKernel, custom_kernel
+from .._core.dtype import DType
+from ..extend.custom_kernel import CustomKernel, custom_kernel
 from .sortkeys import KIND, keys_np, wgsl_key
-from .tensor import Tensor
+from .._core.tensor import Tensor
 
 __all__ = ["sorted_pairs", "top_positions", "SORTABLE", "launches"]
 

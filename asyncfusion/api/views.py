@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import AxisError, IndexingError, ShapeError
-from .ir import IndexItem, Layout, ViewOp, numel
-from .tensor import Tensor, broadcast_shapes, check_dims, elementwise, normalize_axis
+from .._core.errors import AxisError, IndexingError, ShapeError
+from ..ir import IndexItem, Layout, ViewOp, numel
+from .._core.tensor import Tensor, broadcast_shapes, check_dims, elementwise, normalize_axis
 
 __all__ = ["view", "reshape", "permute", "transpose", "broadcast_to", "squeeze",
            "unsqueeze", "flip", "index", "contiguous", "reshape_target", "parse_key",

@@ -48,11 +48,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..creation import tensor
+from ..api.creation import tensor
 from ..runtime import Device, DevicePool, open_device, open_pool
-from ..errors import (AsyncFusionError, DeviceClosedError, DeviceLostError, Overloaded,
+from .._core.errors import (AsyncFusionError, DeviceClosedError, DeviceLostError, Overloaded,
                       http_status)
-from ..tensor import Tensor
+from .._core.tensor import Tensor
 from .jsonio import JSONValue, RequestError, Shape, encode, parse_array, parse_body
 
 __all__ = ["DeviceService", "PoolService", "ArrayJSONResponse", "error_response", "read_json",

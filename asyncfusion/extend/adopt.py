@@ -22,11 +22,11 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
-from .dtype import DType, as_dtype
-from .engine.memory import Storage
-from .errors import DataError, LimitError, ShapeError
-from .ir import ExternOp, Layout, ViewOp, numel
-from .tensor import Tensor
+from .._core.dtype import DType, as_dtype
+from ..engine.memory import Storage
+from .._core.errors import DataError, LimitError, ShapeError
+from ..ir import ExternOp, Layout, ViewOp, numel
+from .._core.tensor import Tensor
 
 __all__ = ["resolve", "adopt", "DeviceBuffer"]
 
@@ -132,7 +132,7 @@ class _Adopt:
     title: str = "Adopt"
 
     def run(self, backend: Any, loads: list[Any], op: ExternOp) -> list[Storage]:
-        from .backends.wgpu.runtime import Buffer
+        from ..backends.wgpu.runtime import Buffer
 
         gpu, offset, nbytes = op.args
         backend.rt.check_alive()
@@ -147,7 +147,7 @@ def adopt(buffer: Any, shape: tuple[int, ...], dtype: Any, *, device: Any = None
     """A tensor whose data is ``buffer`` (a wgpu ``GPUBuffer`` of ``device``'s GPU device,
     with STORAGE and COPY_SRC usage), dense from byte ``offset``; no copy is made, and the
     buffer stays the caller's (see the module docs: keep it alive while the tensor is)."""
-    from .runtime import as_device, default_device
+    from ..runtime import as_device, default_device
 
     dev = default_device() if device is None else as_device(device)
     rt = getattr(dev.backend, "rt", None)

@@ -36,11 +36,11 @@ from typing import Any
 
 import numpy as np
 
-from .dtype import DType, as_dtype
-from .engine.memory import Storage
-from .errors import AsyncFusionError, device_mismatch, LimitError, ShapeError
-from .ir import ExternOp, numel
-from .tensor import Tensor
+from .._core.dtype import DType, as_dtype
+from ..engine.memory import Storage
+from .._core.errors import AsyncFusionError, device_mismatch, LimitError, ShapeError
+from ..ir import ExternOp, numel
+from .._core.tensor import Tensor
 
 __all__ = ["custom_kernel", "CustomKernel", "KernelCompileError", "Spec"]
 
@@ -210,7 +210,7 @@ def _check_now(name: str, wgsl: str) -> None:
     process (creating one here would put an adapter's set-up into an import); the call
     checks it again, with its bindings, in any case."""
     try:
-        from .backends.wgpu.runtime import live_runtime
+        from ..backends.wgpu.runtime import live_runtime
     except ImportError:  # no wgpu in this environment: the numpy devices need no shader
         return
     rt = live_runtime()
@@ -223,7 +223,7 @@ def _check_now(name: str, wgsl: str) -> None:
 
 
 def _default() -> Any:
-    from .runtime import default_device
+    from ..runtime import default_device
 
     return default_device()
 

@@ -12,8 +12,8 @@ import re
 from typing import Any
 from collections.abc import Callable
 
-from .primitives import PRIMITIVES, Primitive, Ty, register
-from .tensor import Tensor, elementwise
+from ..primitives import PRIMITIVES, Primitive, Ty, register
+from .._core.tensor import Tensor, elementwise
 
 __all__ = ["elementwise_op"]
 

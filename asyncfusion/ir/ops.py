@@ -22,7 +22,7 @@ from typing import Any, cast, ClassVar
 
 import numpy as np
 
-from ..dtype import DType
+from .._core.dtype import DType
 from ..primitives import PRIMITIVES, REDUCTIONS
 from .layout import Layout
 

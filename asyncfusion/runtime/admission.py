@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 
 import anyio
 
-from ..errors import Overloaded
+from .._core.errors import Overloaded
 
 __all__ = ["Admission"]
 

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..engine.memory import Storage
-from ..errors import ExecutionError
+from .._core.errors import ExecutionError
 from ..ir import ExternOp
 
 __all__ = ["CopyWork", "Reader", "Source", "Transfer", "Transfers"]

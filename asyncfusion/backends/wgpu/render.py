@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...dtype import DType
+from ..._core.dtype import DType
 from ...kernel import Arg, Kernel, LaunchArgs, Level, Reduce
 from ...kernel.rows import Phase, RowValues, row_phases
 from ...primitives import (HELPERS, HELPERS_F64, HELPERS_WIDE, PRIMITIVES, REDUCTIONS,
