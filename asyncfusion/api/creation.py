@@ -12,17 +12,18 @@ from typing import Any
 
 import numpy as np
 
-from .._core.dtype import NARROWED, DType, NarrowingWarning, as_dtype, check_held, from_numpy, int_range
+from .._core.dtype import (NARROWED, DType, NarrowingWarning, as_dtype, check_held, from_numpy,
+                           int_range)
 from .._core.errors import DataError, ShapeError
+from .._core.shapes import check_dims, check_size
 from ..ir import InitOp, IotaOp
-from .._core.tensor import Tensor, _check_size, check_dims
+from ..lazy.tensor import Tensor
+from ..runtime import Device, as_device, default_device
 
 __all__ = ["tensor", "zeros", "ones", "full", "arange", "rand", "randn", "from_numpy_array",
            "zeros_like", "ones_like", "full_like", "empty", "empty_like", "eye", "linspace"]
 
-def _device(device: Any) -> Any:
-    from ..runtime import as_device, default_device
-
+def _device(device: Device | None) -> Device:
     return default_device() if device is None else as_device(device)
 
 
@@ -67,7 +68,7 @@ def _convert(data: Any, dtype: DType | None, device: Any, what: str) -> np.ndarr
     if arr.dtype.kind == "c":
         from_numpy(arr.dtype)  # raises the complex error
     target = dtype or from_numpy(arr.dtype)
-    _check_size(tuple(int(d) for d in arr.shape), device, what, dtype)
+    check_size(tuple(int(d) for d in arr.shape), device, what, dtype)
     if target.is_int and arr.dtype.kind in "iuf" and arr.size:
         if arr.dtype.kind == "f" and not np.isfinite(arr).all():
             raise DataError(f"{what}: NaN or infinity cannot become {target.label}; "
@@ -124,7 +125,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) 
     fill = _convert(fill_value, dt, device, "full()")
     if fill.ndim:
         raise DataError(f"full(): the fill value must be a scalar, not shape {fill.shape}")
-    _check_size(shape, device, "full()", as_dtype(fill.dtype))
+    check_size(shape, device, "full()", as_dtype(fill.dtype))
     return from_numpy_array(np.full(shape, fill, dtype=fill.dtype), device)
 
 
@@ -174,7 +175,7 @@ def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any 
     device = _device(device)
     ints = all(isinstance(v, (int, np.integer)) for v in bounds)
     n = max(0, int(-((start - stop) // step)) if ints else math.ceil((stop - start) / step))
-    _check_size((n,), device, "arange()")
+    check_size((n,), device, "arange()")
     target = as_dtype(dtype) if dtype is not None else DType.int32 if ints else DType.float32
     check_held(target, device, "arange()")
     if ints and target.is_int or target is DType.float64:
@@ -203,7 +204,7 @@ def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any 
 def rand(shape: Any, *, seed: int | None = None, device: Any = None) -> Tensor:
     """Uniform float32 values in [0, 1) from numpy's PCG64 generator with ``seed``."""
     device, shape = _device(device), _shape(shape)
-    _check_size(shape, device, "rand()")
+    check_size(shape, device, "rand()")
     rng = np.random.default_rng(seed)
     return from_numpy_array(rng.random(shape, dtype=np.float32), device)
 
@@ -211,7 +212,7 @@ def rand(shape: Any, *, seed: int | None = None, device: Any = None) -> Tensor:
 def randn(shape: Any, *, seed: int | None = None, device: Any = None) -> Tensor:
     """Standard normal float32 values from numpy's PCG64 generator with ``seed``."""
     device, shape = _device(device), _shape(shape)
-    _check_size(shape, device, "randn()")
+    check_size(shape, device, "randn()")
     rng = np.random.default_rng(seed)
     return from_numpy_array(rng.standard_normal(shape, dtype=np.float32), device)
 
@@ -249,7 +250,7 @@ def eye(n_rows: int, n_cols: int | None = None, *, k: int = 0, dtype: Any = None
     dt = as_dtype(dtype) if dtype is not None else DType.float32
     rows, cols = _shape((n_rows, n_rows if n_cols is None else n_cols))
     device = _device(device)
-    _check_size((rows, cols), device, "eye()", dt)
+    check_size((rows, cols), device, "eye()", dt)
     k = max(-rows, min(operator.index(k), cols))  # past the corners: no diagonal at all
     row = arange(rows, device=device).reshape((rows, 1))
     return ((arange(cols, device=device) - row) == k).astype(dt)
@@ -263,6 +264,6 @@ def linspace(start: float, stop: float, /, num: int, *, dtype: Any = None,
         raise DataError("linspace: asyncfusion has no complex dtype")
     dt = as_dtype(dtype) if dtype is not None else DType.float32
     device = _device(device)
-    _check_size(_shape(num), device, "linspace()", dt)
+    check_size(_shape(num), device, "linspace()", dt)
     values = np.linspace(start, stop, num, endpoint=endpoint)
     return tensor(values if dt.is_float else np.trunc(values), dt, device=device)

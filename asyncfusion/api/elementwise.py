@@ -1,46 +1,92 @@
-"""The Array API's element-wise functions, each one registry primitive (so each fuses,
-caches and fails in isolation like the operators), spelled as the standard spells them.
+"""The element-wise functions: one per registry primitive, spelled as the standard (or
+numpy) spells it, each a thin call of :func:`~asyncfusion.api.record.elementwise`.
 
-Operands are tensors or Python scalars (at least one tensor), broadcast as numpy does.
-Math functions compute in float32 (integer inputs are converted); bitwise functions take
-integers (and bool for and/or/xor/invert); shifts take integers only.
+The same function objects are the Tensor's operators and methods
+(:mod:`asyncfusion.api.methods` binds them: ``t + u`` is ``add(t, u)``, ``2 - t`` is
+``subtract(2, t)``, ``t.exp()`` is ``exp(t)``), so every spelling of an op takes one
+path. Operands are tensors or scalars (at least one tensor), broadcast as numpy does;
+a call without a tensor raises a TypeError that says to make one with
+``asyncfusion.tensor``. Math functions compute in float32 (float64 where the adapter has
+it; integer inputs are converted); bitwise functions take integers (and bool for
+and/or/xor/invert); shifts take integers only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
+from ..lazy.record import elementwise
+from ..lazy.tensor import Operand, Tensor
+from ..primitives import PRIMITIVES
 from .creation import zeros_like
-from .._core.tensor import Tensor, elementwise
 
-__all__ = [
-    "acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh", "tan", "expm1",
-    "log1p", "log2", "log10", "reciprocal", "trunc", "positive", "negative", "signbit",
-    "bitwise_invert", "logical_not", "conj", "real", "imag", "add", "subtract", "multiply",
-    "divide", "pow", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-    "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor",
-    "bitwise_left_shift", "bitwise_right_shift", "atan2", "hypot", "logaddexp", "copysign",
-    "nextafter",
-]
+__all__ = ["abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh",
+           "bitwise_and", "bitwise_invert", "bitwise_left_shift", "bitwise_or",
+           "bitwise_right_shift", "bitwise_xor", "ceil", "conj", "copysign", "cos", "cosh",
+           "divide", "equal", "exp", "expm1", "floor", "floor_divide", "greater",
+           "greater_equal", "hypot", "imag", "isfinite", "isinf", "isnan", "less",
+           "less_equal", "log", "log10", "log1p", "log2", "logaddexp", "logical_and",
+           "logical_not", "logical_or", "logical_xor", "maximum", "minimum", "multiply",
+           "negative", "nextafter", "not_equal", "positive", "pow", "real", "reciprocal",
+           "relu", "remainder", "round", "rsqrt", "sigmoid", "sign", "signbit", "sin",
+           "sinh", "sqrt", "square", "subtract", "tan", "tanh", "trunc", "where"]
+
+Unary = Callable[[Operand], Tensor]
+Binary = Callable[[Operand, Operand], Tensor]
 
 
-def _unary(op: str, name: str, doc: str) -> Callable[[Any], Tensor]:
-    def fn(x: Any) -> Tensor:
+def _unary(op: str, name: str, doc: str) -> Unary:
+    if PRIMITIVES[op].arity != 1:
+        raise AssertionError(f"{name}: the registry's {op} takes {PRIMITIVES[op].arity} operands")
+
+    def fn(x: Operand, /) -> Tensor:
         return elementwise(op, x)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     return fn
 
 
-def _binary(op: str, name: str, doc: str) -> Callable[[Any, Any], Tensor]:
-    def fn(x1: Any, x2: Any) -> Tensor:
+def _binary(op: str, name: str, doc: str) -> Binary:
+    if PRIMITIVES[op].arity != 2:
+        raise AssertionError(f"{name}: the registry's {op} takes {PRIMITIVES[op].arity} operands")
+
+    def fn(x1: Operand, x2: Operand, /) -> Tensor:
         return elementwise(op, x1, x2)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
     return fn
 
 
+def where(condition: Tensor, x1: Operand, x2: Operand, /) -> Tensor:
+    """Elements of ``x1`` where ``condition`` is true, else of ``x2`` (numpy.where)."""
+    return elementwise("where", condition, x1, x2)
+
+
+def imag(x: Tensor, /) -> Tensor:
+    """Imaginary part: zeros of x's shape and dtype for real dtypes."""
+    if type(x) is not Tensor:
+        raise TypeError(f"imag: needs an asyncfusion Tensor, not {type(x).__name__}")
+    return zeros_like(x)
+
+
+abs = _unary("abs", "abs", "Absolute value.")  # noqa: A001 - the standard's name
+exp = _unary("exp", "exp", "e ** x.")
+log = _unary("log", "log", "Natural logarithm.")
+sqrt = _unary("sqrt", "sqrt", "Square root.")
+rsqrt = _unary("rsqrt", "rsqrt", "1 / sqrt(x).")
+square = _unary("square", "square", "x * x.")
+sin = _unary("sin", "sin", "Sine.")
+cos = _unary("cos", "cos", "Cosine.")
+tanh = _unary("tanh", "tanh", "Hyperbolic tangent.")
+sigmoid = _unary("sigmoid", "sigmoid", "1 / (1 + exp(-x)).")
+relu = _unary("relu", "relu", "max(x, 0).")
+floor = _unary("floor", "floor", "Round down (integers unchanged).")
+ceil = _unary("ceil", "ceil", "Round up (integers unchanged).")
+round = _unary("round", "round", "Round half to even (integers unchanged).")  # noqa: A001
+sign = _unary("sign", "sign", "-1, 0 or 1 (NaN stays NaN).")
+isnan = _unary("isnan", "isnan", "Element is NaN.")
+isinf = _unary("isinf", "isinf", "Element is +-infinity.")
+isfinite = _unary("isfinite", "isfinite", "Element is neither NaN nor infinite.")
 acos = _unary("acos", "acos", "Inverse cosine (NaN outside [-1, 1]).")
 acosh = _unary("acosh", "acosh", "Inverse hyperbolic cosine (NaN below 1).")
 asin = _unary("asin", "asin", "Inverse sine (NaN outside [-1, 1]).")
@@ -65,13 +111,11 @@ conj = _unary("positive", "conj", "Complex conjugate: x itself for real dtypes."
 real = _unary("positive", "real", "Real part: x itself for real dtypes.")
 
 
-def imag(x: Tensor) -> Tensor:
-    """Imaginary part: zeros of x's shape and dtype for real dtypes."""
-    if type(x) is not Tensor:
-        raise TypeError(f"imag: needs an asyncfusion Tensor, not {type(x).__name__}")
-    return zeros_like(x)
-
-
+floor_divide = _binary("floor_divide", "floor_divide",
+                       "x1 // x2, rounding toward -infinity (as numpy).")
+remainder = _binary("remainder", "remainder", "x1 % x2 with the sign of x2 (as numpy).")
+minimum = _binary("minimum", "minimum", "Element-wise minimum; NaN in either gives NaN.")
+maximum = _binary("maximum", "maximum", "Element-wise maximum; NaN in either gives NaN.")
 add = _binary("add", "add", "x1 + x2.")
 subtract = _binary("sub", "subtract", "x1 - x2.")
 multiply = _binary("mul", "multiply", "x1 * x2.")

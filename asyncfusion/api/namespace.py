@@ -22,7 +22,8 @@ import numpy as np
 
 from .._core.dtype import DType, as_dtype, promote
 from .._core.errors import DTypeError
-from .._core.tensor import Tensor, _scalar_dtype, elementwise
+from ..lazy.record import elementwise, scalar_dtype
+from ..lazy.tensor import Tensor
 
 __all__ = ["__array_namespace_info__", "ArrayNamespaceInfo", "finfo", "iinfo", "finfo_object",
            "iinfo_object", "result_type", "can_cast", "isdtype", "astype", "e", "pi", "inf",
@@ -120,7 +121,7 @@ def result_type(*arrays_and_dtypes: Any) -> DType:
         if isinstance(a, complex):
             raise DTypeError("result_type: asyncfusion has no complex dtype")
         if isinstance(a, (bool, int, float)):
-            out = promote(out, _scalar_dtype(a, out, "result_type"), "result_type")
+            out = promote(out, scalar_dtype(a, out, "result_type"), "result_type")
     return out
 
 

@@ -21,8 +21,8 @@ import numpy as np
 from .._core.dtype import DType
 from .._core.errors import ShapeError
 from ..extend.custom_kernel import Spec, custom_kernel
+from ..lazy.tensor import Tensor
 from .manipulation import cumulative_sum
-from .._core.tensor import Tensor
 
 __all__ = ["nonzero", "flag_positions", "groups_over_first", "thread_wgsl"]
 

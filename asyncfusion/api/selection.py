@@ -36,8 +36,8 @@ import numpy as np
 
 from .._core.dtype import DType
 from ..extend.custom_kernel import CustomKernel, Spec, custom_kernel
+from ..lazy.tensor import Tensor
 from .sortkeys import KIND, keys_np, wgsl_key
-from .._core.tensor import Tensor
 
 __all__ = ["top_k", "plan", "launches", "max_k", "K_MAX"]
 

@@ -25,18 +25,29 @@ from typing import Any
 
 import numpy as np
 
-from .creation import arange, full
 from .._core.dtype import DType
-from .._core.errors import device_mismatch, DTypeError, IndexingError, ShapeError
-from .indexing import _indices, take, take_along_axis
+from .._core.errors import DTypeError, IndexingError, ShapeError, device_mismatch
+from .._core.shapes import broadcast_shapes
 from ..ir import IndexItem, numel
+from ..lazy.record import elementwise, float_scalar, scalar_dtype
+from ..lazy.tensor import Key, Tensor
+from .creation import arange, full
+from .elementwise import where
+from .indexing import _indices, take, take_along_axis
 from .namespace import can_cast
-from .._core.tensor import Tensor, _float_scalar, _scalar_dtype, broadcast_shapes, elementwise, where
-from .views import broadcast_to, int_index, parse_key
+from .views import broadcast_to, index, int_index, parse_key
 
-__all__ = ["assign", "assigned", "take_index"]
+__all__ = ["getitem", "assign", "assigned", "take_index"]
 
 _Index = Tensor | int  # one part of an integer-tensor key: positions, or one position
+
+
+def getitem(x: Tensor, key: Key, /) -> Tensor:
+    """``x[key]``: a view for a basic key (:func:`~asyncfusion.api.views.index`), a
+    gather for a key holding integer tensors (:func:`take_index`)."""
+    if type(key) is Tensor or (isinstance(key, tuple) and any(type(k) is Tensor for k in key)):
+        return take_index(x, key)
+    return index(x, key)
 
 
 def assign(t: Tensor, key: Any, value: Any) -> None:
@@ -114,9 +125,9 @@ def _value(t: Tensor, value: Any) -> Any:
         raise DTypeError(f"{what}: a {type(value).__name__} value ({value!r}) cannot be "
                          f"assigned into a {t.dtype.label} tensor (bool into bool, int into "
                          "int or float, float into float); cast the tensor or the value first")
-    _scalar_dtype(value, t.dtype, what)  # an int's range
+    scalar_dtype(value, t.dtype, what)  # an int's range
     if isinstance(value, int) and t.dtype.is_float and not isinstance(value, bool):
-        _float_scalar(value, what)
+        float_scalar(value, what)
     return value
 
 

@@ -29,13 +29,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .creation import full, zeros
 from .._core.dtype import DType
 from .._core.errors import LimitError
-from .indexing import argsort, rank_sort_limit, take
 from ..extend.custom_kernel import Spec, custom_kernel
+from ..lazy.tensor import Tensor
+from .creation import full, zeros
+from .indexing import argsort, rank_sort_limit, take
+from .joining import cat
 from .nonzero import flag_positions, groups_over_first, thread_wgsl
-from .._core.tensor import Tensor, cat
 
 __all__ = ["unique_all", "unique_counts", "unique_inverse", "unique_values",
            "UniqueAllResult", "UniqueCountsResult", "UniqueInverseResult"]

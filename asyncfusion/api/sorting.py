@@ -31,8 +31,8 @@ import numpy as np
 
 from .._core.dtype import DType
 from ..extend.custom_kernel import CustomKernel, custom_kernel
+from ..lazy.tensor import Tensor
 from .sortkeys import KIND, keys_np, wgsl_key
-from .._core.tensor import Tensor
 
 __all__ = ["sorted_pairs", "top_positions", "SORTABLE", "launches"]
 

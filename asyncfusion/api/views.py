@@ -14,8 +14,10 @@ from typing import Any
 import numpy as np
 
 from .._core.errors import AxisError, IndexingError, ShapeError
+from .._core.shapes import broadcast_shapes, check_dims, normalize_axis
 from ..ir import IndexItem, Layout, ViewOp, numel
-from .._core.tensor import Tensor, broadcast_shapes, check_dims, elementwise, normalize_axis
+from ..lazy.record import elementwise
+from ..lazy.tensor import Tensor
 
 __all__ = ["view", "reshape", "permute", "transpose", "broadcast_to", "squeeze",
            "unsqueeze", "flip", "index", "contiguous", "reshape_target", "parse_key",
@@ -84,7 +86,8 @@ def permute(x: Tensor, axes: tuple[Any, ...]) -> Tensor:
     return view(x, x.view_layout.permute(_axes(axes, x.ndim, "permute")), "permute")
 
 
-def transpose(x: Tensor, a: int, b: int) -> Tensor:
+def transpose(x: Tensor, /, a: int = -2, b: int = -1) -> Tensor:
+    """Swap two axes (the last two by default)."""
     if x.ndim < 2:
         raise AxisError(f"transpose/mT needs at least 2 dimensions, got shape {x.shape}; "
                         "use reshape or unsqueeze first")
@@ -144,10 +147,7 @@ def _int_index(k: Any) -> bool:
 
 
 def index(x: Tensor, key: Any, kind: str = "index") -> Tensor:
-    """Basic indexing (ints, slices with any non-zero step, ``None`` and ``...``): a view.
-    A key holding integer tensors gathers (:func:`asyncfusion.setitem.take_index`)."""
-    if type(key) is Tensor or (isinstance(key, tuple) and any(type(k) is Tensor for k in key)):
-        return _keys.take_index(x, key)
+    """Basic indexing (ints, slices with any non-zero step, ``None`` and ``...``): a view."""
     return view(x, x.view_layout.index(parse_key(x.shape, key)), kind)
 
 
@@ -203,5 +203,3 @@ def int_index(k: Any, shape: tuple[int, ...], axis: int) -> int:
                             f"{size} (shape {shape}); valid: {-size}..{size - 1}")
     return i % size
 
-
-from . import setitem as _keys  # noqa: E402 - it builds on these views

@@ -52,7 +52,7 @@ from ..api.creation import tensor
 from ..runtime import Device, DevicePool, open_device, open_pool
 from .._core.errors import (AsyncFusionError, DeviceClosedError, DeviceLostError, Overloaded,
                       http_status)
-from .._core.tensor import Tensor
+from ..lazy.tensor import Tensor
 from .jsonio import JSONValue, RequestError, Shape, encode, parse_array, parse_body
 
 __all__ = ["DeviceService", "PoolService", "ArrayJSONResponse", "error_response", "read_json",

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._core.dtype import DType, as_dtype
-from ..engine.memory import Storage
 from .._core.errors import DataError, LimitError, ShapeError
+from ..engine.memory import Storage
 from ..ir import ExternOp, Layout, ViewOp, numel
-from .._core.tensor import Tensor
+from ..lazy.tensor import Tensor
 
 __all__ = ["resolve", "adopt", "DeviceBuffer"]
 

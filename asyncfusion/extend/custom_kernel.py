@@ -37,10 +37,11 @@ from typing import Any
 import numpy as np
 
 from .._core.dtype import DType, as_dtype
+from .._core.errors import AsyncFusionError, LimitError, ShapeError, device_mismatch
 from ..engine.memory import Storage
-from .._core.errors import AsyncFusionError, device_mismatch, LimitError, ShapeError
 from ..ir import ExternOp, numel
-from .._core.tensor import Tensor
+from ..lazy.tensor import Tensor
+from ..runtime import Device, default_device
 
 __all__ = ["custom_kernel", "CustomKernel", "KernelCompileError", "Spec"]
 
@@ -104,7 +105,7 @@ class CustomKernel:
                                  f"({backend.max_buffer_size} bytes)")
         if backend.name == "wgpu":
             groups = _groups(self.name, self.workgroup_rule(*specs, *params),
-                             backend.limits["max-compute-workgroups-per-dimension"])
+                             _limits(backend)["max-compute-workgroups-per-dimension"])
             self._compile(backend, len(outs))
         else:
             if self.twin is None:
@@ -222,10 +223,14 @@ def _check_now(name: str, wgsl: str) -> None:
         raise KernelCompileError(f"custom kernel {name!r} does not compile: {exc}") from exc
 
 
-def _default() -> Any:
-    from ..runtime import default_device
-
+def _default() -> Device:
     return default_device()
+
+
+def _limits(backend: object) -> dict[str, int]:
+    """The adapter limits of a wgpu backend (the one kind a WGSL kernel runs on)."""
+    limits: dict[str, int] = getattr(backend, "limits")
+    return limits
 
 
 def _outputs(name: str, rule: Any) -> list[tuple[tuple[int, ...], DType]]:

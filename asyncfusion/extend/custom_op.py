@@ -12,8 +12,9 @@ import re
 from typing import Any
 from collections.abc import Callable
 
+from ..lazy.record import elementwise
+from ..lazy.tensor import Tensor
 from ..primitives import PRIMITIVES, Primitive, Ty, register
-from .._core.tensor import Tensor, elementwise
 
 __all__ = ["elementwise_op"]
 

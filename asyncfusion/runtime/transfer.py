@@ -42,7 +42,9 @@ class Source(Protocol):
     """What a copy reads: a tensor (the front end's handle) on its own device."""
 
     id: int
-    device: Reader
+
+    @property
+    def device(self) -> Reader: ...
 
 
 class Transfer:

@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from ..api.creation import tensor
 from .._core.dtype import as_dtype
 from .._core.errors import DataError, DeviceMismatchError
-from .._core.tensor import Tensor
+from ..api.creation import tensor
+from ..lazy.tensor import Tensor
 
 __all__ = ["asarray", "from_dlpack"]
 

@@ -4,11 +4,11 @@ runtime side is ``runtime/transfer.py``)."""
 from __future__ import annotations
 
 from .._core.dtype import check_held
+from ..api.views import view
 from ..ir import ExternOp
+from ..lazy.tensor import Tensor
 from ..runtime.device import Device
 from ..runtime.transfer import Transfer
-from .._core.tensor import Tensor
-from ..api.views import view
 
 __all__ = ["copy_to"]
 
