@@ -21,8 +21,6 @@ inside a kernel, so it is clamped to the axis, as :func:`take` does.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from .._core.dtype import DType
@@ -30,7 +28,7 @@ from .._core.errors import DTypeError, IndexingError, ShapeError, device_mismatc
 from .._core.shapes import broadcast_shapes
 from ..ir import IndexItem, numel
 from ..lazy.record import elementwise, float_scalar, scalar_dtype
-from ..lazy.tensor import Key, Tensor
+from ..lazy.tensor import Key, Operand, Tensor
 from .creation import arange, full
 from .elementwise import where
 from .indexing import _indices, take, take_along_axis
@@ -50,7 +48,7 @@ def getitem(x: Tensor, key: Key, /) -> Tensor:
     return index(x, key)
 
 
-def assign(t: Tensor, key: Any, value: Any) -> None:
+def assign(t: Tensor, key: Key, value: Operand) -> None:
     """``t[key] = value``: rebind ``t`` to :func:`assigned` (see the module's docstring)."""
     new = assigned(t, key, value)
     if new is t:
@@ -63,7 +61,7 @@ def assign(t: Tensor, key: Any, value: Any) -> None:
     # ``new`` (now holding the old id) goes away here and drops the old value
 
 
-def assigned(t: Tensor, key: Any, value: Any) -> Tensor:
+def assigned(t: Tensor, key: Key, value: Operand) -> Tensor:
     """A new tensor: ``t`` with the elements that ``key`` selects replaced by ``value``."""
     value = _value(t, value)
     if type(key) is Tensor and key.dtype is DType.bool:
@@ -106,7 +104,7 @@ def _check_fits(shape: tuple[int, ...], region: tuple[int, ...]) -> None:
                          f"the selected region's shape {region}")
 
 
-def _value(t: Tensor, value: Any) -> Any:
+def _value(t: Tensor, value: Operand) -> Operand:
     """``value`` checked against ``t``'s dtype (the Array API's rule: the value converts
     to ``t``'s dtype without changing kind or losing range) and cast to it."""
     what = "t[key] = value"
@@ -131,7 +129,7 @@ def _value(t: Tensor, value: Any) -> Any:
     return value
 
 
-def _masked(t: Tensor, mask: Tensor, value: Any) -> Tensor:
+def _masked(t: Tensor, mask: Tensor, value: Operand) -> Tensor:
     """``t[mask] = value`` with a mask over ``t``'s leading axes and one value."""
     if mask.shape != t.shape[:mask.ndim]:
         raise IndexingError(f"t[mask] = value: a mask of shape {mask.shape} must match the "
@@ -206,14 +204,14 @@ def _gather(value: Tensor, places: list[Tensor], items: tuple[IndexItem, ...],
     return take_along_axis(value.reshape((1,) * (flat.ndim - 1) + (-1,)), flat, -1)
 
 
-def _filled(t: Tensor, value: Any) -> Tensor:
+def _filled(t: Tensor, value: Operand) -> Tensor:
     """Every element selected: the value broadcast to ``t``'s shape, as a new tensor."""
-    if type(value) is Tensor:
+    if isinstance(value, Tensor):
         return elementwise("copy", broadcast_to(value, t.shape))
     return full(t.shape, value, dtype=t.dtype, device=t.device)
 
 
-def take_index(x: Tensor, key: Any) -> Tensor:
+def take_index(x: Tensor, key: Key) -> Tensor:
     """``x[i, j, ...]`` with integer tensors and ints for its leading axes (see the
     module's docstring)."""
     parts = list(key) if isinstance(key, tuple) else [key]
@@ -238,7 +236,7 @@ def take_index(x: Tensor, key: Any) -> Tensor:
     return take(rows, broadcast_to(flat, shape) if flat.shape != shape else flat, 0)
 
 
-def _array_index(part: Any, x: Tensor, d: int) -> _Index:
+def _array_index(part: object, x: Tensor, d: int) -> _Index:
     """One part of an integer-tensor key: an int, or a tensor of positions along axis
     ``d`` wrapped from the end and clamped to the axis, in int32."""
     if type(part) is not Tensor:
