@@ -9,7 +9,7 @@ Indices are int32 (uint32 and Python ints are converted). A negative index count
 the end; an index out of range cannot raise inside a kernel, so it is **clamped** to the
 axis (as JAX does) — check indices on the host when they come from outside.
 
-``topk`` selects in workgroups (:mod:`asyncfusion.selection`): each keeps the best ``k``
+``topk`` selects in workgroups (:mod:`asyncfusion.api.selection`): each keeps the best ``k``
 of a segment of the row, then of the segments' candidates: three launches at most for
 ``k`` up to 1024 and rows up to 16M elements, values and indices written by the last.
 For a larger ``k`` the rows are sorted (32-bit dtypes: the sorting network) or, for

@@ -86,7 +86,8 @@ def _mt(self: Tensor) -> Tensor:
 def _reduction(op: str) -> Callable[[Tensor, Axes, bool], Tensor]:
     def method(self: Tensor, axis: Axes = None, keepdims: bool = False) -> Tensor:
         return reductions.reduce(op, self, axis, keepdims)
-    method.__name__ = method.__qualname__ = op
+    method.__name__ = op
+    method.__qualname__ = f"Tensor.{op}"
     method.__doc__ = f"``asyncfusion.{op}`` of this tensor over ``axis``."
     return method
 

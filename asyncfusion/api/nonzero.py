@@ -7,7 +7,7 @@ work queued before it on this task runs then), and only then records the kernel 
 writes the indices (a custom WGSL stream-compaction kernel, :func:`custom_kernel`) and
 their split into one int32 tensor per axis. The result is lazy again: nothing more is
 read until you read it. :func:`flag_positions` is that count-then-compact step, which
-the set functions (:mod:`asyncfusion.sets`) share.
+the set functions (:mod:`asyncfusion.api.sets`) share.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Top-k along the last axis on the device: block-local selection, then merges.
 
-Every element becomes a pair: its order-preserving key (:mod:`asyncfusion.sortkeys`;
+Every element becomes a pair: its order-preserving key (:mod:`asyncfusion.api.sortkeys`;
 mode 3, descending with NaN first, for the largest, mode 0 for the smallest) and its
 position in the row. Pairs compare by key, then position, so all differ and the first
 ``k`` are a stable sort's.

@@ -34,6 +34,7 @@ def view(x: Tensor, layout: Layout, kind: str) -> Tensor:
 
 
 def contiguous(x: Tensor) -> Tensor:
+    """This tensor in dense C order (a copy kernel only when it is a strided view)."""
     return x if x.layout is None else elementwise("copy", x)
 
 
@@ -112,6 +113,7 @@ def broadcast_to(x: Tensor, shape: tuple[int | Sequence[int], ...]) -> Tensor:
 
 
 def squeeze(x: Tensor, axis: Axes = None) -> Tensor:
+    """A view without the size-1 axes (all of them, or those ``axis`` names)."""
     lay = x.view_layout
     if axis is None:
         drop = {d for d, s in enumerate(x.shape) if s == 1}
@@ -128,6 +130,7 @@ def squeeze(x: Tensor, axis: Axes = None) -> Tensor:
 
 
 def unsqueeze(x: Tensor, axis: int) -> Tensor:
+    """A view with a new size-1 axis at position ``axis``."""
     d = normalize_axis(axis, x.ndim + 1, "unsqueeze")
     lay = x.view_layout
     return view(x, Layout(lay.shape[:d] + (1,) + lay.shape[d:],
@@ -135,6 +138,7 @@ def unsqueeze(x: Tensor, axis: int) -> Tensor:
 
 
 def flip(x: Tensor, axis: Axes = None) -> Tensor:
+    """A view with the elements reversed along ``axis`` (all axes by default)."""
     if axis is None:
         axes = set(range(x.ndim))
     else:
