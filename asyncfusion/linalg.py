@@ -18,11 +18,12 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from .dtype import NEEDS, DType, promote
-from .errors import AxisError, device_mismatch, DTypeError, ShapeError
+from ._core.dtype import NEEDS, DType, promote
+from ._core.errors import AxisError, device_mismatch, DTypeError, ShapeError
 from .ir import MatmulOp
-from .reductions import reduce
-from .tensor import Tensor, _check_size, broadcast_shapes, normalize_axis
+from .api.reductions import reduce
+from .lazy.tensor import Tensor
+from ._core.shapes import broadcast_shapes, check_size, normalize_axis
 
 __all__ = ["matmul", "tensordot", "matrix_transpose", "vecdot"]
 
@@ -62,7 +63,7 @@ def matmul(a: Any, b: Any) -> Tensor:
             "(.mT) or fix the shapes")
     batch = broadcast_shapes(va.shape[:-2], vb.shape[:-2], "matmul (@) batch dimensions")
     shape = batch + (va.shape[-2], vb.shape[-1])
-    _check_size(shape, a.device, "matmul (@)", dtype)
+    check_size(shape, a.device, "matmul (@)", dtype)
     if (a.ndim == 1 or b.ndim == 1) and dtype is not DType.float16:
         return _vector_product(a, b)
     out = Tensor(shape, dtype, a.device)
@@ -135,4 +136,4 @@ def matrix_transpose(x: Tensor, /) -> Tensor:
     return x.mT
 
 
-from .manipulation import vecdot  # noqa: E402 - the linalg extension names it too
+from .api.manipulation import vecdot  # noqa: E402 - the linalg extension names it too

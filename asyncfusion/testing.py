@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .runtime import Device
-from .tensor import Tensor
+from .lazy.tensor import Tensor
 
 if TYPE_CHECKING:
     import httpx

@@ -20,7 +20,7 @@ import anyio
 import numpy as np
 
 import asyncfusion as af
-from asyncfusion import server
+from asyncfusion.runtime import worker as server
 
 ELEMS = 64
 worker_cpu = [0.0]

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import asyncfusion as af
-from asyncfusion import creation
+from asyncfusion.api import creation
 
 FLOATS = ["float32", "float64"]
 

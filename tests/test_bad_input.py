@@ -31,8 +31,8 @@ import numpy as np
 import pytest
 
 import asyncfusion as af
-from asyncfusion import creation
-from asyncfusion.errors import (AxisError, BlockingCallError, DataError, DeviceClosedError,
+from asyncfusion.api import creation
+from asyncfusion._core.errors import (AxisError, BlockingCallError, DataError, DeviceClosedError,
                                 DeviceMismatchError, DTypeError, LimitError, ShapeError)
 from tests.conftest import assert_close
 

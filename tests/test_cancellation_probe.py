@@ -8,7 +8,7 @@ import numpy as np
 
 import asyncfusion as af
 from asyncfusion.codegen.wgsl.render import render
-from asyncfusion.dtype import DType
+from asyncfusion._core.dtype import DType
 from asyncfusion.kernel import Arg, Instr, Kernel, Load, Store
 
 

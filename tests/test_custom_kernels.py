@@ -11,7 +11,7 @@ import pytest
 import wgpu
 
 import asyncfusion as af
-from asyncfusion import kernels_custom
+from asyncfusion.extend import custom_kernel as kernels_custom
 from tests.conftest import assert_close
 
 SCALE_ADD = """

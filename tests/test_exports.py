@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 
 import asyncfusion as af
-from asyncfusion import errors
+from asyncfusion._core import errors
 
 
 def test_all_names_exist_and_nothing_private_leaks():

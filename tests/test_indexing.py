@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import asyncfusion as af
-from asyncfusion import selection
+from asyncfusion.api import selection
 from tests.test_views_reductions import launches
 
 RNG = np.random.default_rng(5)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import asyncfusion as af
-from asyncfusion.errors import BlockingCallError, DataError, DeviceMismatchError, ShapeError
+from asyncfusion._core.errors import BlockingCallError, DataError, DeviceMismatchError, ShapeError
 
 
 def test_numpy_tolist_and_asarray_read_the_values():

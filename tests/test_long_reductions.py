@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import asyncfusion as af
-from asyncfusion import reductions
+from asyncfusion.api import reductions
 
 OPS = ("sum", "prod", "max", "min", "argmax", "argmin", "any", "all")
 

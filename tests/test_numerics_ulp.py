@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import asyncfusion as af
-from asyncfusion.tensor import elementwise
+from asyncfusion.lazy.record import elementwise
 from tests.ulps import TINY, reference, ulp_errors
 
 # function -> (numpy reference, max ulp error, extra input range (low, high) or None)

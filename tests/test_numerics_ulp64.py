@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import asyncfusion as af
-from asyncfusion.tensor import elementwise
+from asyncfusion.lazy.record import elementwise
 from tests.ulps import reference, ulp_errors
 
 F64 = np.float64

@@ -15,7 +15,7 @@ from asyncfusion.codegen.wgsl.lowering import (COMBINES, HELPERS, HELPERS_F64, H
 from asyncfusion.codegen.wgsl.math_f32 import NEEDS_F32
 from asyncfusion.codegen.wgsl.math_f64 import NEEDS_F64
 from asyncfusion.codegen.wgsl.types import Ty
-from asyncfusion.dtype import DType
+from asyncfusion._core.dtype import DType
 from asyncfusion.ops import PRIMITIVES, REDUCTIONS, Identity
 
 PACKAGE = Path(af.__file__).parent

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import asyncfusion as af
-from asyncfusion import errors
+from asyncfusion._core import errors
 from asyncfusion.pytest_plugin import device_for_test
 from tests.conftest import assert_close
 

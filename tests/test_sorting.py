@@ -1,4 +1,4 @@
-"""The sorting network (``asyncfusion.sorting``): ``argsort``/``sort`` of rows longer
+"""The sorting network (``asyncfusion.api.sorting``): ``argsort``/``sort`` of rows longer
 than the rank sort takes, every 32-bit dtype, both directions, stable with NaN last, and
 ``topk`` of more than a workgroup keeps — against numpy, on the device and on the numpy
 twins; launch counts. (``topk`` up to 1024: tests/test_topk.py.)"""
@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import asyncfusion as af
-from asyncfusion import selection, sorting
+from asyncfusion.api import selection, sorting
 from tests.test_views_reductions import launches
 
 RNG = np.random.default_rng(11)

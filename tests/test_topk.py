@@ -1,4 +1,4 @@
-"""``topk`` through workgroup selection (``asyncfusion.selection``): values and indices
+"""``topk`` through workgroup selection (``asyncfusion.api.selection``): values and indices
 equal a stable sort's first ``k`` (NaN the largest, ``-0.0`` equal to ``0.0``, ties by
 lower index) for every dtype, on the device and on the numpy twins; at most three
 launches; the sort where ``k`` is beyond what a workgroup keeps; the search pipeline's
@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import asyncfusion as af
-from asyncfusion import selection
+from asyncfusion.api import selection
 from tests.test_views_reductions import launches
 
 RNG = np.random.default_rng(23)

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..dtype import DType
+from .._core.dtype import DType
 from ..ir import Layout, dense_strides
 from ..kernel import Kernel, LaunchArgs
 from .faults import FaultInjector

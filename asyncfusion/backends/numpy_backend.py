@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtype import DType, to_storage
+from .._core.dtype import DType, to_storage
 from ..ir import Layout, numel
 from ..kernel import Arg, Kernel, LaunchArgs, Level, Load
 from ..ops import PRIMITIVES, REDUCTIONS

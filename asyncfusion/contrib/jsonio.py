@@ -35,8 +35,8 @@ from typing import Union
 import numpy as np
 import numpy.typing as npt
 
-from ..dtype import DType, as_dtype, int_range
-from ..errors import InputError
+from .._core.dtype import DType, as_dtype, int_range
+from .._core.errors import InputError
 
 __all__ = ["RequestError", "JSONValue", "parse_body", "parse_array", "encode"]
 

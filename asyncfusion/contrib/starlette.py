@@ -48,11 +48,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..creation import tensor
+from .._core.dtype import DTypeSpec
+from ..api.creation import tensor
 from ..runtime import Device, DevicePool, open_device, open_pool
-from ..errors import (AsyncFusionError, DeviceClosedError, DeviceLostError, Overloaded,
+from .._core.errors import (AsyncFusionError, DeviceClosedError, DeviceLostError, Overloaded,
                       http_status)
-from ..tensor import Tensor
+from ..lazy.tensor import Tensor
 from .jsonio import JSONValue, RequestError, Shape, encode, parse_array, parse_body
 
 __all__ = ["DeviceService", "PoolService", "ArrayJSONResponse", "error_response", "read_json",
@@ -175,7 +176,7 @@ class DeviceService:
                                     "reopening its device); retry")
         return dev
 
-    async def read_tensor(self, request: Request, key: str, *, shape: Shape, dtype: object,
+    async def read_tensor(self, request: Request, key: str, *, shape: Shape, dtype: DTypeSpec,
                           default: npt.ArrayLike | None = None) -> Tensor:
         """:func:`read_array` uploaded to the open device. The body is read and checked
         before anything reaches the device; inside ``admit()``, the slot is held while

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtype import to_storage
+from .._core.dtype import to_storage
 from ..ir import DropOp, InitOp, OperationIr, TensorStatus, dense_strides, numel
 from ..kernel import Kernel, LaunchArgs, Level
 from ..trace import Counters, emit, trace_enabled

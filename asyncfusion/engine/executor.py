@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import _debug
 from ..backends.base import Backend
-from ..errors import DeviceLostError, ExecutionError
+from .._core.errors import DeviceLostError, ExecutionError
 from ..ir import DropOp, Layout, OperationIr
 from ..trace import Counters, emit, trace_enabled
 from .batch import Deferred

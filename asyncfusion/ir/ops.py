@@ -22,7 +22,7 @@ from typing import Any, cast, ClassVar
 
 import numpy as np
 
-from ..dtype import DType
+from .._core.dtype import DType
 from .layout import Layout
 
 __all__ = ["TensorStatus", "TensorIr", "ScalarIr", "OperationIr", "InitOp", "IotaOp",
@@ -368,7 +368,7 @@ class CatOp(OperationIr):
 @dataclass(frozen=True, slots=True)
 class ExternOp(OperationIr):
     """Work that asyncfusion runs but does not compile: a user's WGSL kernel, or a buffer
-    adopted from outside (:mod:`asyncfusion.kernels_custom`, :mod:`asyncfusion.interop_device`).
+    adopted from outside (:mod:`asyncfusion.extend.custom_kernel`, :mod:`asyncfusion.extend.adopt`).
 
     ``work`` carries it out (``work.run(backend, loads, op)`` returns the outputs'
     storages); ``work.key`` stands for it in plan signatures, and ``args`` holds what

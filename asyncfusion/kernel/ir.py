@@ -36,7 +36,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from ..dtype import DType
+from .._core.dtype import DType
 
 __all__ = ["Level", "Arg", "Load", "Instr", "Reduce", "Store", "Kernel", "LaunchArgs"]
 

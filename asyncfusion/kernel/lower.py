@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from ..dtype import DType
+from .._core.dtype import DType
 from ..ir import (DropOp, ElementwiseOp, GatherOp, IotaOp, MatmulOp, OperationIr, ReduceOp,
                   ScalarIr, TensorIr, TensorStatus, ViewOp)
 from ..ops import REDUCTIONS

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dtype import DType
+from .._core.dtype import DType
 
 __all__ = ["Identity", "Reduction", "REDUCTIONS"]
 

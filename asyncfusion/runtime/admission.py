@@ -1,7 +1,7 @@
 """Back pressure: at most ``max_pending`` requests at work on a device at once.
 
 ``async with dev.admit():`` around a request's device work takes a slot, or waits up to
-``timeout`` seconds for one, or raises :class:`~asyncfusion.errors.Overloaded` (answer 503
+``timeout`` seconds for one, or raises :class:`~asyncfusion.Overloaded` (answer 503
 with ``Retry-After``). Slots go to waiters first come, first served. A refused request
 registered nothing, so overload costs the device no work.
 
@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Callable
 
 import anyio
 
-from ..errors import Overloaded
+from .._core.errors import Overloaded
 
 __all__ = ["Admission"]
 

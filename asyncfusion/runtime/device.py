@@ -25,7 +25,7 @@ from ..backends.numpy_backend import NumpyBackend
 from ..engine import Fusion, Plain
 from ..engine.executor import Executor, Request
 from ..engine.streams import StreamId, Streams, current_stream
-from ..errors import BlockingCallError, DeviceClosedError, DeviceMismatchError
+from .._core.errors import BlockingCallError, DeviceClosedError, DeviceMismatchError
 from ..ir import OperationIr, TensorIr
 from ..trace import Counters, CounterSnapshot
 from .admission import Admission

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 from anyio.from_thread import BlockingPortal
 
-from ..errors import DeviceClosedError
+from .._core.errors import DeviceClosedError
 from .device import DEVICES, Device
 
 __all__ = ["open_device", "default_device"]

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import OptionError
+from .._core.errors import OptionError
 
 if TYPE_CHECKING:
     from ..backends.wgpu.adapters import Adapter

@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import numpy as np
 
-from ..errors import DeviceLostError, Overloaded
+from .._core.errors import DeviceLostError, Overloaded
 from .device import Device
 from .lifecycle import open_device
 

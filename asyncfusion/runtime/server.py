@@ -26,7 +26,7 @@ import numpy as np
 
 from .. import _debug
 from ..engine.executor import Executor, Request
-from ..errors import DeviceClosedError, ExecutionError
+from .._core.errors import DeviceClosedError, ExecutionError
 from .metrics import ServerMetrics
 from .worker import Worker, loop_caller
 

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..engine.memory import Storage
-from ..errors import ExecutionError
+from .._core.errors import ExecutionError
 from ..ir import ExternOp
 
 __all__ = ["CopyWork", "Reader", "Source", "Transfer", "Transfers"]
@@ -42,7 +42,9 @@ class Source(Protocol):
     """What a copy reads: a tensor (the front end's handle) on its own device."""
 
     id: int
-    device: Reader
+
+    @property
+    def device(self) -> Reader: ...
 
 
 class Transfer:

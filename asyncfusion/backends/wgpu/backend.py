@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..._debug import assert_off_loop
-from ...dtype import NEEDS, DType, to_storage
+from ..._core.dtype import NEEDS, DType, to_storage
 from ...ir import Layout, numel
 from ...kernel import Kernel, LaunchArgs, Level
 from ...kernel.rows import held_bytes

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...errors import LimitError
+from ..._core.errors import LimitError
 from ...ir import numel
 from ...kernel import Kernel, LaunchArgs, Load, Store
 from .runtime import Buffer

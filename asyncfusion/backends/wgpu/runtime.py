@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import wgpu
 
-from ...errors import DeviceClosedError, DeviceLostError, NoAdapterError
+from ..._core.errors import DeviceClosedError, DeviceLostError, NoAdapterError
 from .adapters import request as request_adapter
 from .timing import GpuTimer, TimedSlot, timestamp_period
 

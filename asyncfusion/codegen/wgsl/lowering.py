@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ...dtype import DType
+from ..._core.dtype import DType
 from ...ops import Identity
 from .arith import ARITH_32, ARITH_F64, ARITH_I64, DIVMOD_F32
 from .math_f32 import MATH_F32, NEEDS_F32

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...dtype import DType
+from ..._core.dtype import DType
 from ...kernel import Arg, Instr, Kernel, LaunchArgs, Level, Reduce
 from ...kernel.rows import Phase, RowValues, row_phases
 from ...ops import REDUCTIONS

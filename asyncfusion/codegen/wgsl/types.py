@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ...dtype import DType
+from ..._core.dtype import DType
 
 __all__ = ["WGSL_TYPE", "STORAGE_TYPE", "Ty", "Rule", "convert", "isnan", "isinf", "lanes",
            "ABS64", "INF64"]

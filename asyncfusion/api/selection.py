@@ -1,6 +1,6 @@
 """Top-k along the last axis on the device: block-local selection, then merges.
 
-Every element becomes a pair: its order-preserving key (:mod:`asyncfusion.sortkeys`;
+Every element becomes a pair: its order-preserving key (:mod:`asyncfusion.api.sortkeys`;
 mode 3, descending with NaN first, for the largest, mode 0 for the smallest) and its
 position in the row. Pairs compare by key, then position, so all differ and the first
 ``k`` are a stable sort's.
@@ -34,10 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from .dtype import DType
-from .kernels_custom import CustomKernel, Spec, custom_kernel
+from .._core.dtype import DType
+from ..extend.custom_kernel import CustomKernel, Spec, custom_kernel
+from ..lazy.tensor import Tensor
 from .sortkeys import KIND, keys_np, wgsl_key
-from .tensor import Tensor
 
 __all__ = ["top_k", "plan", "launches", "max_k", "K_MAX"]
 

@@ -21,7 +21,7 @@ from .errors import DTypeError
 
 __all__ = ["DType", "float16", "float32", "float64", "int16", "int32", "int64", "uint16",
            "uint32", "uint64", "bool_", "as_dtype", "promote", "check_held", "int_range",
-           "to_storage", "check_promoted", "NarrowingWarning", "NARROWED"]
+           "to_storage", "check_promoted", "NarrowingWarning", "NARROWED", "DTypeSpec"]
 
 
 class DType(enum.Enum):
@@ -113,6 +113,10 @@ _CONVERTIBLE = {
 }
 # The conversions that lose bits (warned about once per process, :class:`NarrowingWarning`).
 NARROWED = frozenset(np.dtype(t) for t in (np.float64, np.int64, np.uint64))
+
+
+DTypeSpec = DType | str | type | np.dtype
+"""What a ``dtype=`` takes: a DType, its name, a numpy dtype or a Python type."""
 
 
 class NarrowingWarning(UserWarning):

@@ -13,7 +13,7 @@ import contextlib
 
 __all__ = ["clear_read_frames"]
 
-_PACKAGE = __name__.rpartition(".")[0] + "."
+_PACKAGE = __name__.partition(".")[0] + "."  # every module of the package
 
 
 def clear_read_frames(exc: BaseException) -> None:

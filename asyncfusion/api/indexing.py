@@ -9,7 +9,7 @@ Indices are int32 (uint32 and Python ints are converted). A negative index count
 the end; an index out of range cannot raise inside a kernel, so it is **clamped** to the
 axis (as JAX does) — check indices on the host when they come from outside.
 
-``topk`` selects in workgroups (:mod:`asyncfusion.selection`): each keeps the best ``k``
+``topk`` selects in workgroups (:mod:`asyncfusion.api.selection`): each keeps the best ``k``
 of a segment of the row, then of the segments' candidates: three launches at most for
 ``k`` up to 1024 and rows up to 16M elements, values and indices written by the last.
 For a larger ``k`` the rows are sorted (32-bit dtypes: the sorting network) or, for
@@ -28,13 +28,16 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from .._core.dtype import DType, int_range
+from .._core.errors import DTypeError, IndexingError, LimitError, ShapeError, device_mismatch
+from .._core.shapes import broadcast_shapes, check_size, normalize_axis
+from ..ir import GatherOp
+from ..lazy.record import elementwise
+from ..lazy.tensor import Tensor
 from . import selection, sorting
 from .creation import arange, full, tensor
-from .dtype import DType, int_range
-from .errors import device_mismatch, DTypeError, IndexingError, LimitError, ShapeError
-from .ir import GatherOp
-from .tensor import (Tensor, _check_size, broadcast_shapes, cat, elementwise, normalize_axis,
-                     where)
+from .elementwise import where
+from .joining import cat
 
 __all__ = ["take_along_axis", "gather", "take", "index_select", "stack", "one_hot", "topk",
            "sort", "argsort"]
@@ -79,7 +82,7 @@ def take_along_axis(x: Tensor, index: Any, axis: int = -1) -> Tensor:
     shape = broadcast_shapes(picked, index.shape, what)
     if x.shape[ax] == 0 and 0 not in shape:
         raise IndexingError(f"{what}: cannot pick from axis {ax} of size 0 (shape {x.shape})")
-    _check_size(shape, x.device, what, x.dtype)
+    check_size(shape, x.device, what, x.dtype)
     out = Tensor(shape, x.dtype, x.device)
     out_ir = out.out_ir()
     x.device.register(GatherOp(x.ir(), index.ir(), ax, out_ir), (x.id, index.id), out_ir)

@@ -10,19 +10,23 @@ one launch, with the element-wise work that feeds it or reads its result fused i
 
 from __future__ import annotations
 
-from typing import Any
+import builtins
 
-from .dtype import DType, as_dtype
-from .errors import AxisError, DTypeError, ShapeError
-from .ir import ReduceOp, numel
-from .ops import REDUCTIONS
-from .tensor import Tensor, _check_size, elementwise, normalize_axis
+from .._core.dtype import DType, DTypeSpec, as_dtype
+from .._core.errors import AxisError, DTypeError, ShapeError
+from .._core.shapes import check_size, normalize_axis
+from ..ir import ReduceOp, numel
+from ..lazy.record import elementwise
+from ..lazy.tensor import Axes, Scalar, Tensor
+from ..ops import REDUCTIONS
+from .indexing import take_along_axis
 
-__all__ = ["reduce", "sum", "prod", "mean", "var", "softmax", "log_softmax", "logsumexp", "layer_norm",
-           "gelu", "silu", "clip"]
+__all__ = ["reduce", "sum", "prod", "max", "min", "any", "all", "argmax", "argmin", "mean",
+           "var", "std", "softmax", "log_softmax", "logsumexp", "layer_norm", "gelu", "silu",
+           "clip"]
 
 
-def _axes(x: Tensor, axis: Any, what: str) -> tuple[int, ...]:
+def _axes(x: Tensor, axis: Axes, what: str) -> tuple[int, ...]:
     if axis is None:
         return tuple(range(x.ndim))
     seq = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
@@ -37,7 +41,7 @@ def _out_shape(x: Tensor, axes: tuple[int, ...], keepdims: bool) -> tuple[int, .
                  if keepdims or d not in axes)
 
 
-def reduce(op: str, x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
+def reduce(op: str, x: Tensor, axis: Axes = None, keepdims: bool = False) -> Tensor:
     what = f"{op}()"
     if type(x) is not Tensor:
         raise TypeError(f"{what} needs an asyncfusion Tensor, not {type(x).__name__}")
@@ -61,7 +65,7 @@ def reduce(op: str, x: Tensor, axis: Any = None, keepdims: bool = False) -> Tens
             return elementwise("mul", x, 0)
         return elementwise("copy", x) if dtype is x.dtype else x.astype(dtype)
     shape = _out_shape(x, axes, keepdims)
-    _check_size(shape, x.device, what, dtype)
+    check_size(shape, x.device, what, dtype)
     if numel(tuple(x.shape[d] for d in axes)) > _SPLIT_AT:
         return _split(op, x, axes, shape)
     out = Tensor(shape, dtype, x.device)
@@ -70,7 +74,7 @@ def reduce(op: str, x: Tensor, axis: Any = None, keepdims: bool = False) -> Tens
     return out
 
 
-def _accumulated(op: str, x: Tensor, axis: Any, dtype: Any, keepdims: bool) -> Tensor:
+def _accumulated(op: str, x: Tensor, axis: Axes, dtype: DTypeSpec | None, keepdims: bool) -> Tensor:
     if type(x) is not Tensor:
         raise TypeError(f"{op}() needs an asyncfusion Tensor, not {type(x).__name__}")
     if dtype is None:
@@ -80,7 +84,7 @@ def _accumulated(op: str, x: Tensor, axis: Any, dtype: Any, keepdims: bool) -> T
     return out if out.dtype is dt else out.astype(dt)  # int16 accumulates in its lane
 
 
-def sum(x: Tensor, /, *, axis: Any = None, dtype: Any = None,  # noqa: A001 - the standard's
+def sum(x: Tensor, /, *, axis: Axes = None, dtype: DTypeSpec | None = None,  # noqa: A001 - the standard's
         keepdims: bool = False) -> Tensor:
     """The sum over ``axis`` (an int, a tuple of axes or None: all). Without ``dtype``:
     x's dtype, int32/uint32 for int16/uint16; with it, ``x`` is cast to
@@ -89,10 +93,40 @@ def sum(x: Tensor, /, *, axis: Any = None, dtype: Any = None,  # noqa: A001 - th
     return _accumulated("sum", x, axis, dtype, keepdims)
 
 
-def prod(x: Tensor, /, *, axis: Any = None, dtype: Any = None,
+def prod(x: Tensor, /, *, axis: Axes = None, dtype: DTypeSpec | None = None,
          keepdims: bool = False) -> Tensor:
     """The product over ``axis``, with ``dtype`` as :func:`sum`'s."""
     return _accumulated("prod", x, axis, dtype, keepdims)
+
+
+def max(x: Tensor, /, axis: Axes = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+    """Maximum over an axis, a tuple of axes or all (NaN propagates)."""
+    return reduce("max", x, axis, keepdims)
+
+
+def min(x: Tensor, /, axis: Axes = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+    """Minimum over an axis, a tuple of axes or all (NaN propagates)."""
+    return reduce("min", x, axis, keepdims)
+
+
+def any(x: Tensor, /, axis: Axes = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+    """Whether any element is true (non-zero) over the axes."""
+    return reduce("any", x, axis, keepdims)
+
+
+def all(x: Tensor, /, axis: Axes = None, keepdims: bool = False) -> Tensor:  # noqa: A001
+    """Whether every element is true (non-zero) over the axes."""
+    return reduce("all", x, axis, keepdims)
+
+
+def argmax(x: Tensor, /, axis: int | None = None, keepdims: bool = False) -> Tensor:
+    """Index of the first maximum (one axis, or all flattened)."""
+    return reduce("argmax", x, axis, keepdims)
+
+
+def argmin(x: Tensor, /, axis: int | None = None, keepdims: bool = False) -> Tensor:
+    """Index of the first minimum (one axis, or all flattened)."""
+    return reduce("argmin", x, axis, keepdims)
 
 
 # A row folds in one workgroup, so a very long one takes one GPU core (and past ~16M
@@ -130,8 +164,6 @@ def _split_arg(op: str, chunked: Tensor, tail: Tensor | None, m: int) -> Tensor:
     """argmax/argmin in two stages: each chunk's best, the best chunk (ties: the first,
     as the earlier index), then the tail's best where it is strictly better (or NaN
     where the rest holds none: numpy's first NaN)."""
-    from .indexing import take_along_axis
-
     fold = "max" if op == "argmax" else "min"
     at = reduce(op, chunked, -1, keepdims=True)  # (..., chunks, 1)
     best = take_along_axis(chunked, at, -1)[..., 0]  # (..., chunks)
@@ -147,7 +179,7 @@ def _split_arg(op: str, chunked: Tensor, tail: Tensor | None, m: int) -> Tensor:
     return elementwise("where", better, t_index, index)
 
 
-def _count(x: Tensor, axis: Any, what: str) -> int:
+def _count(x: Tensor, axis: Axes, what: str) -> int:
     return numel(tuple(x.shape[d] for d in _axes(x, axis, what)))
 
 
@@ -158,22 +190,28 @@ def _as_float(x: Tensor) -> Tensor:
     return x if x.dtype.is_float else x.astype(DType.float32)
 
 
-def mean(x: Tensor, axis: Any = None, keepdims: bool = False) -> Tensor:
+def mean(x: Tensor, axis: Axes = None, keepdims: bool = False) -> Tensor:
     """Sum over ``axis`` divided by the count (float32; NaN for an empty axis)."""
     n = _count(x, axis, "mean()")
     return reduce("sum", _as_float(x), axis, keepdims) / float(n)
 
 
-def var(x: Tensor, axis: Any = None, keepdims: bool = False, correction: float = 0) -> Tensor:
+def var(x: Tensor, axis: Axes = None, keepdims: bool = False, correction: float = 0) -> Tensor:
     """Variance with ``correction`` (numpy's ``ddof``): the mean, then the mean square of
     the deviations from it (two passes over the row, one launch)."""
     xf = _as_float(x)
     n = _count(x, axis, "var()")
     d = xf - mean(xf, axis, keepdims=True)
-    return reduce("sum", d * d, axis, keepdims) / float(max(n - correction, 0))
+    return reduce("sum", d * d, axis, keepdims) / float(builtins.max(n - correction, 0))
 
 
-def logsumexp(x: Tensor, axis: Any = -1, keepdims: bool = False) -> Tensor:
+def std(x: Tensor, /, axis: Axes = None, keepdims: bool = False,
+        correction: float = 0) -> Tensor:
+    """Standard deviation with ``correction`` (numpy's ddof)."""
+    return elementwise("sqrt", var(x, axis, keepdims, correction))
+
+
+def logsumexp(x: Tensor, axis: Axes = -1, keepdims: bool = False) -> Tensor:
     """log(sum(exp(x - max))) + max: one launch (the dims are dropped after it)."""
     xf = _as_float(x)
     m = reduce("max", xf, axis, keepdims=True)
@@ -197,7 +235,7 @@ def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
 
 
 def layer_norm(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = None, *,
-               axis: Any = -1, eps: float = 1e-5) -> Tensor:
+               axis: Axes = -1, eps: float = 1e-5) -> Tensor:
     """(x - mean) / sqrt(var + eps) * weight + bias over ``axis``: one launch (the mean,
     the variance of the deviations, the normalized row)."""
     xf = _as_float(x)
@@ -210,7 +248,7 @@ def layer_norm(x: Tensor, weight: Tensor | None = None, bias: Tensor | None = No
     return y
 
 
-def var_of(d: Tensor, axis: Any) -> Tensor:
+def var_of(d: Tensor, axis: Axes) -> Tensor:
     """Mean of squares of an already centred tensor, kept dims."""
     return reduce("sum", d * d, axis, keepdims=True) / float(_count(d, axis, "layer_norm()"))
 
@@ -231,7 +269,7 @@ def silu(x: Tensor) -> Tensor:
     return xf * xf.sigmoid()
 
 
-def clip(x: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002 - numpy's names
+def clip(x: Tensor, min: Tensor | Scalar | None = None, max: Tensor | Scalar | None = None) -> Tensor:  # noqa: A002 - numpy's names
     """Limit values to [min, max] (either may be None)."""
     if min is None and max is None:
         raise ValueError("clip: give min, max or both")

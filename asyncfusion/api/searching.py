@@ -15,14 +15,15 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .._core.dtype import DType, promote
+from .._core.errors import DTypeError, LimitError, ShapeError, device_mismatch
+from ..extend.custom_kernel import CustomKernel, Spec, custom_kernel
+from ..lazy.record import scalar_dtype
+from ..lazy.tensor import Tensor
+from ..codegen.wgsl.types import STORAGE_TYPE, isnan
 from .creation import tensor
-from .dtype import DType, promote
-from .errors import device_mismatch, DTypeError, LimitError, ShapeError
 from .indexing import take
-from .kernels_custom import CustomKernel, Spec, custom_kernel
 from .nonzero import groups_over_first, thread_wgsl
-from .codegen.wgsl.types import STORAGE_TYPE, isnan
-from .tensor import Tensor, _scalar_dtype
 
 __all__ = ["searchsorted"]
 
@@ -98,7 +99,7 @@ def searchsorted(x1: Tensor, x2: Tensor | int | float, /, *,
     if type(x1) is not Tensor:
         raise TypeError(f"{what} needs an asyncfusion Tensor x1, not {type(x1).__name__}")
     if isinstance(x2, (bool, int, float)):
-        x2 = tensor(x2, _scalar_dtype(x2, x1.dtype, what), device=x1.device)
+        x2 = tensor(x2, scalar_dtype(x2, x1.dtype, what), device=x1.device)
     if type(x2) is not Tensor:
         raise TypeError(f"{what}: x2 must be an asyncfusion Tensor or a Python int or float, "
                         f"not {type(x2).__name__}")

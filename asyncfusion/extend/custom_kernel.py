@@ -36,11 +36,13 @@ from typing import Any
 
 import numpy as np
 
-from .dtype import DType, as_dtype
-from .engine.memory import Storage
-from .errors import AsyncFusionError, device_mismatch, LimitError, OptionError, ShapeError
-from .ir import ExternOp, numel
-from .tensor import Tensor
+from .._core.dtype import DType, as_dtype
+from .._core.errors import (AsyncFusionError, LimitError, OptionError, ShapeError,
+                            device_mismatch)
+from ..engine.memory import Storage
+from ..ir import ExternOp, numel
+from ..lazy.tensor import Tensor
+from ..runtime import Device, default_device
 
 __all__ = ["custom_kernel", "CustomKernel", "KernelCompileError", "Spec"]
 
@@ -106,7 +108,7 @@ class CustomKernel:
                                  "it slices of at most that many bytes and combine them")
         if backend.name == "wgpu":
             groups = _groups(self.name, self.workgroup_rule(*specs, *params),
-                             backend.limits["max-compute-workgroups-per-dimension"])
+                             _limits(backend)["max-compute-workgroups-per-dimension"])
             self._compile(backend, len(outs))
         else:
             if self.twin is None:
@@ -212,7 +214,7 @@ def _check_now(name: str, wgsl: str) -> None:
     process (creating one here would put an adapter's set-up into an import); the call
     checks it again, with its bindings, in any case."""
     try:
-        from .backends.wgpu.runtime import live_runtime
+        from ..backends.wgpu.runtime import live_runtime
     except ImportError:  # no wgpu in this environment: the numpy devices need no shader
         return
     rt = live_runtime()
@@ -224,10 +226,14 @@ def _check_now(name: str, wgsl: str) -> None:
         raise KernelCompileError(f"custom kernel {name!r} does not compile: {exc}") from exc
 
 
-def _default() -> Any:
-    from .runtime import default_device
-
+def _default() -> Device:
     return default_device()
+
+
+def _limits(backend: object) -> dict[str, int]:
+    """The adapter limits of a wgpu backend (the one kind a WGSL kernel runs on)."""
+    limits: dict[str, int] = getattr(backend, "limits")
+    return limits
 
 
 def _outputs(name: str, rule: Any) -> list[tuple[tuple[int, ...], DType]]:

@@ -7,7 +7,7 @@ work queued before it on this task runs then), and only then records the kernel 
 writes the indices (a custom WGSL stream-compaction kernel, :func:`custom_kernel`) and
 their split into one int32 tensor per axis. The result is lazy again: nothing more is
 read until you read it. :func:`flag_positions` is that count-then-compact step, which
-the set functions (:mod:`asyncfusion.sets`) share.
+the set functions (:mod:`asyncfusion.api.sets`) share.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from .dtype import DType
-from .errors import ShapeError
-from .kernels_custom import Spec, custom_kernel
+from .._core.dtype import DType
+from .._core.errors import ShapeError
+from ..extend.custom_kernel import Spec, custom_kernel
+from ..lazy.tensor import Tensor
 from .manipulation import cumulative_sum
-from .tensor import Tensor
 
 __all__ = ["nonzero", "flag_positions", "groups_over_first", "thread_wgsl"]
 

@@ -7,7 +7,7 @@ is a coroutine function that **waits** for that one number and then records lazy
 2. a flag where a sorted value differs from the one before it (``!=``, true for NaN, so
    each NaN is a value of its own, as the standard and array-api-strict say; ``-0.0``
    and ``0.0`` are one value);
-3. :func:`~asyncfusion.nonzero.flag_positions`: a running count of the flags, the one
+3. :func:`~asyncfusion.api.nonzero.flag_positions`: a running count of the flags, the one
    read (the number of distinct values), and the compaction kernel that writes where each
    run of equal values starts.
 
@@ -16,7 +16,7 @@ A run's first sorted element is its first occurrence in ``x`` (the sort is stabl
 are the differences of the run starts; ``inverse_indices`` the running count scattered
 back through the sort order by a small custom kernel. Values come out sorted, NaNs last in
 the order they occur. Indices and counts are int32 (the index dtype). The sort ranks every
-element of a 32-bit dtype through the sorting network (:mod:`asyncfusion.sorting`): any
+element of a 32-bit dtype through the sorting network (:mod:`asyncfusion.api.sorting`): any
 size. 64-bit dtypes sort by rank (see :func:`~asyncfusion.argsort`), so ``x`` may hold up
 to 8192 of them, and fewer where n * n 4-byte flags do not fit in one of the device's
 buffers (5792 on lavapipe's 128 MiB).
@@ -29,13 +29,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .._core.dtype import DType
+from .._core.errors import LimitError
+from ..extend.custom_kernel import Spec, custom_kernel
+from ..lazy.tensor import Tensor
 from .creation import full, zeros
-from .dtype import DType
-from .errors import LimitError
 from .indexing import argsort, rank_sort_limit, take
-from .kernels_custom import Spec, custom_kernel
+from .joining import cat
 from .nonzero import flag_positions, groups_over_first, thread_wgsl
-from .tensor import Tensor, cat
 
 __all__ = ["unique_all", "unique_counts", "unique_inverse", "unique_values",
            "UniqueAllResult", "UniqueCountsResult", "UniqueInverseResult"]

@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from .creation import tensor
-from .dtype import as_dtype
-from .errors import DataError, DeviceMismatchError
-from .tensor import Tensor
+from .._core.dtype import as_dtype
+from .._core.errors import DataError, DeviceMismatchError
+from ..api.creation import tensor
+from ..lazy.tensor import Tensor
 
 __all__ = ["asarray", "from_dlpack"]
 

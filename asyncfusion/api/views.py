@@ -9,14 +9,15 @@ that read the view load through its strides, so views fuse into whatever reads t
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 
-from . import advanced_index
-from .errors import AxisError, IndexingError, ShapeError
-from .ir import IndexItem, Layout, ViewOp, numel
-from .tensor import Tensor, broadcast_shapes, check_dims, elementwise, normalize_axis
+from .._core.errors import AxisError, IndexingError, ShapeError
+from .._core.shapes import broadcast_shapes, check_dims, normalize_axis
+from ..ir import IndexItem, Layout, ViewOp, numel
+from ..lazy.record import elementwise
+from ..lazy.tensor import Axes, Key, Tensor
 
 __all__ = ["view", "reshape", "permute", "transpose", "broadcast_to", "squeeze",
            "unsqueeze", "flip", "index", "contiguous", "reshape_target", "parse_key",
@@ -33,10 +34,11 @@ def view(x: Tensor, layout: Layout, kind: str) -> Tensor:
 
 
 def contiguous(x: Tensor) -> Tensor:
+    """This tensor in dense C order (a copy kernel only when it is a strided view)."""
     return x if x.layout is None else elementwise("copy", x)
 
 
-def reshape_target(src: tuple[int, ...], shape: tuple[Any, ...]) -> tuple[int, ...]:
+def reshape_target(src: tuple[int, ...], shape: tuple[int | Sequence[int], ...]) -> tuple[int, ...]:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
     dims = []
@@ -60,7 +62,7 @@ def reshape_target(src: tuple[int, ...], shape: tuple[Any, ...]) -> tuple[int, .
     return tuple(dims)
 
 
-def reshape(x: Tensor, shape: tuple[Any, ...]) -> Tensor:
+def reshape(x: Tensor, shape: tuple[int | Sequence[int], ...]) -> Tensor:
     target = reshape_target(x.shape, shape)
     layout = x.view_layout.reshape(target)
     if layout is None:  # strides cannot express it: copy, then view the dense copy
@@ -69,7 +71,7 @@ def reshape(x: Tensor, shape: tuple[Any, ...]) -> Tensor:
     return view(x, layout, "reshape")
 
 
-def _axes(axes: tuple[Any, ...], ndim: int, what: str) -> tuple[int, ...]:
+def _axes(axes: tuple[int | Sequence[int], ...], ndim: int, what: str) -> tuple[int, ...]:
     if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
         axes = tuple(axes[0])
     out = tuple(normalize_axis(a, ndim, what) for a in axes)
@@ -79,13 +81,14 @@ def _axes(axes: tuple[Any, ...], ndim: int, what: str) -> tuple[int, ...]:
     return out
 
 
-def permute(x: Tensor, axes: tuple[Any, ...]) -> Tensor:
+def permute(x: Tensor, axes: tuple[int | Sequence[int], ...]) -> Tensor:
     if x.ndim == 0 and axes in ((), ((),)):
         return view(x, x.view_layout, "permute")
     return view(x, x.view_layout.permute(_axes(axes, x.ndim, "permute")), "permute")
 
 
-def transpose(x: Tensor, a: int, b: int) -> Tensor:
+def transpose(x: Tensor, /, a: int = -2, b: int = -1) -> Tensor:
+    """Swap two axes (the last two by default)."""
     if x.ndim < 2:
         raise AxisError(f"transpose/mT needs at least 2 dimensions, got shape {x.shape}; "
                         "use reshape or unsqueeze first")
@@ -95,19 +98,22 @@ def transpose(x: Tensor, a: int, b: int) -> Tensor:
     return view(x, x.view_layout.permute(tuple(axes)), "transpose")
 
 
-def broadcast_to(x: Tensor, shape: tuple[Any, ...]) -> Tensor:
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = tuple(shape[0])
-    if not all(_int_index(d) and d >= 0 for d in shape):
-        raise ShapeError(f"broadcast_to: shape {shape} must be non-negative ints")
-    target = tuple(int(d) for d in shape)
+def broadcast_to(x: Tensor, shape: tuple[int | Sequence[int], ...]) -> Tensor:
+    parts = tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+    dims = []
+    for d in parts:
+        if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 0:
+            raise ShapeError(f"broadcast_to: shape {parts} must be non-negative ints")
+        dims.append(int(d))
+    target = tuple(dims)
     if len(target) < x.ndim or broadcast_shapes(x.shape, target, "broadcast_to") != target:
         raise ShapeError(f"broadcast_to: shape {x.shape} cannot be broadcast to {target}; "
                          "each dimension must match or be 1, and the rank cannot shrink")
     return view(x, x.view_layout.expand(target), "expand")
 
 
-def squeeze(x: Tensor, axis: Any = None) -> Tensor:
+def squeeze(x: Tensor, axis: Axes = None) -> Tensor:
+    """A view without the size-1 axes (all of them, or those ``axis`` names)."""
     lay = x.view_layout
     if axis is None:
         drop = {d for d, s in enumerate(x.shape) if s == 1}
@@ -124,13 +130,15 @@ def squeeze(x: Tensor, axis: Any = None) -> Tensor:
 
 
 def unsqueeze(x: Tensor, axis: int) -> Tensor:
+    """A view with a new size-1 axis at position ``axis``."""
     d = normalize_axis(axis, x.ndim + 1, "unsqueeze")
     lay = x.view_layout
     return view(x, Layout(lay.shape[:d] + (1,) + lay.shape[d:],
                           lay.strides[:d] + (0,) + lay.strides[d:], lay.offset), "unsqueeze")
 
 
-def flip(x: Tensor, axis: Any = None) -> Tensor:
+def flip(x: Tensor, axis: Axes = None) -> Tensor:
+    """A view with the elements reversed along ``axis`` (all axes by default)."""
     if axis is None:
         axes = set(range(x.ndim))
     else:
@@ -140,20 +148,16 @@ def flip(x: Tensor, axis: Any = None) -> Tensor:
                           for d in range(x.ndim)), "flip")
 
 
-def _int_index(k: Any) -> bool:
+def _int_index(k: object) -> bool:
     return isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_))
 
 
-def index(x: Tensor, key: Any, kind: str = "index") -> Tensor:
-    """Basic indexing (ints, slices with any non-zero step, ``None`` and ``...``): a view.
-    A key holding lists, numpy arrays or integer tensors gathers
-    (:func:`asyncfusion.advanced_index.getitem`)."""
-    if advanced_index.is_advanced(key):
-        return advanced_index.getitem(x, key)
+def index(x: Tensor, key: Key, kind: str = "index") -> Tensor:
+    """Basic indexing (ints, slices with any non-zero step, ``None`` and ``...``): a view."""
     return view(x, x.view_layout.index(parse_key(x.shape, key)), kind)
 
 
-def parse_key(shape: tuple[int, ...], key: Any) -> tuple[IndexItem, ...]:
+def parse_key(shape: tuple[int, ...], key: Key) -> tuple[IndexItem, ...]:
     """A basic index normalized against ``shape``: one item per key part, ``...`` expanded
     (the key may name fewer axes than ``shape`` has; the rest are kept whole)."""
     if not isinstance(key, tuple):
@@ -196,9 +200,11 @@ def parse_key(shape: tuple[int, ...], key: Any) -> tuple[IndexItem, ...]:
     return tuple(items)
 
 
-def int_index(k: Any, shape: tuple[int, ...], axis: int) -> int:
+def int_index(k: object, shape: tuple[int, ...], axis: int) -> int:
     """The int ``k`` on ``axis`` of ``shape``, counted from the end when negative."""
     size = shape[axis]
+    if not isinstance(k, (int, np.integer)):
+        raise IndexingError(f"index {k!r} on axis {axis} is not an int")
     i = int(k)
     if not -size <= i < size:
         raise IndexingError(f"index {i} is out of range for axis {axis} with size "

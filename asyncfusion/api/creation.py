@@ -8,39 +8,50 @@ from __future__ import annotations
 import math
 import operator
 import warnings
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from .dtype import NARROWED, DType, NarrowingWarning, as_dtype, check_held, from_numpy, int_range
-from .errors import DataError, ShapeError
-from .ir import InitOp, IotaOp
-from .tensor import Tensor, _check_size, check_dims
+from .._core.dtype import (DTypeSpec, NARROWED, DType, NarrowingWarning, as_dtype, check_held, from_numpy,
+                           int_range)
+from .._core.errors import DataError, ShapeError
+from .._core.shapes import check_dims, check_size
+from ..ir import InitOp, IotaOp
+from ..lazy.tensor import Scalar, Tensor
+from ..runtime import Device, as_device, default_device
+
+ShapeLike = int | np.integer | Sequence[int | np.integer]
+"""A shape: one int, or a sequence of them."""
 
 __all__ = ["tensor", "zeros", "ones", "full", "arange", "rand", "randn", "from_numpy_array",
            "zeros_like", "ones_like", "full_like", "empty", "empty_like", "eye", "linspace"]
 
-def _device(device: Any) -> Any:
-    from .runtime import as_device, default_device
-
+def _device(device: Device | None) -> Device:
     return default_device() if device is None else as_device(device)
 
 
-def _shape(shape: Any) -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
-        shape = (shape,)
-    try:
-        dims = tuple(shape)
-    except TypeError:
-        raise ShapeError(f"shape must be an int or a sequence of ints, not {shape!r}") from None
+def _shape(shape: ShapeLike) -> tuple[int, ...]:
+    refused = ShapeError(f"shape must be an int or a sequence of ints, not {shape!r}")
+    if isinstance(shape, bool):
+        raise refused
+    if isinstance(shape, (int, np.integer)):
+        dims: tuple[object, ...] = (shape,)
+    else:
+        try:
+            dims = tuple(shape)
+        except TypeError:
+            raise refused from None
+    out = []
     for d in dims:
         if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 0:
             raise ShapeError(f"shape {dims} is invalid: every dimension must be an int >= 0")
-    check_dims(dims, "shape")
-    return tuple(int(d) for d in dims)
+        out.append(int(d))
+    check_dims(out, "shape")
+    return tuple(out)
 
 
-def from_numpy_array(arr: np.ndarray, device: Any) -> Tensor:
+def from_numpy_array(arr: np.ndarray, device: Device) -> Tensor:
     """Upload an array whose dtype is already one the device holds."""
     dtype = as_dtype(arr.dtype)
     check_held(dtype, device, "tensor()")
@@ -51,7 +62,7 @@ def from_numpy_array(arr: np.ndarray, device: Any) -> Tensor:
     return out
 
 
-def _convert(data: Any, dtype: DType | None, device: Any, what: str) -> np.ndarray:
+def _convert(data: ArrayLike, dtype: DType | None, device: Device, what: str) -> np.ndarray:
     """``data`` as a host array of a held dtype, checked against the device's limits
     before any full-size copy is made."""
     if isinstance(data, Tensor):
@@ -67,7 +78,7 @@ def _convert(data: Any, dtype: DType | None, device: Any, what: str) -> np.ndarr
     if arr.dtype.kind == "c":
         from_numpy(arr.dtype)  # raises the complex error
     target = dtype or from_numpy(arr.dtype)
-    _check_size(tuple(int(d) for d in arr.shape), device, what, dtype)
+    check_size(tuple(int(d) for d in arr.shape), device, what, dtype)
     if target.is_int and arr.dtype.kind in "iuf" and arr.size:
         if arr.dtype.kind == "f" and not np.isfinite(arr).all():
             raise DataError(f"{what}: NaN or infinity cannot become {target.label}; "
@@ -96,14 +107,14 @@ def _warn_narrowing(source: np.dtype, target: DType, what: str) -> None:
                   stacklevel=4)
 
 
-def _check_fits(low: Any, high: Any, target: DType, what: str) -> None:
+def _check_fits(low: float, high: float, target: DType, what: str) -> None:
     lo, hi = int_range(target)
     if low < lo or high > hi:
         raise DataError(f"{what}: values {low}..{high} do not fit in "
                         f"{target.label}; pass dtype=asyncfusion.float32 or scale them")
 
 
-def tensor(data: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
+def tensor(data: ArrayLike, dtype: DTypeSpec | None = None, *, device: Device | None = None) -> Tensor:
     """A tensor holding ``data`` (nested lists, a scalar, or a numpy array).
 
     float64 data becomes float32 and int64 becomes int32 (values must fit) unless ``dtype``
@@ -116,7 +127,7 @@ def tensor(data: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
     return from_numpy_array(_convert(data, target, device, "tensor()"), device)
 
 
-def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
+def full(shape: ShapeLike, fill_value: Scalar, dtype: DTypeSpec | None = None, *, device: Device | None = None) -> Tensor:
     """A tensor of ``shape`` filled with ``fill_value``."""
     device = _device(device)
     shape = _shape(shape)
@@ -124,31 +135,31 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) 
     fill = _convert(fill_value, dt, device, "full()")
     if fill.ndim:
         raise DataError(f"full(): the fill value must be a scalar, not shape {fill.shape}")
-    _check_size(shape, device, "full()", as_dtype(fill.dtype))
+    check_size(shape, device, "full()", as_dtype(fill.dtype))
     return from_numpy_array(np.full(shape, fill, dtype=fill.dtype), device)
 
 
-def zeros(shape: Any, dtype: Any = DType.float32, *, device: Any = None) -> Tensor:
+def zeros(shape: ShapeLike, dtype: DTypeSpec = DType.float32, *, device: Device | None = None) -> Tensor:
     """A tensor of ``shape`` filled with 0 (give the shape as one tuple: ``zeros((2, 3))``)."""
     _one_shape("zeros", shape, dtype)
     return full(shape, 0, dtype, device=device)
 
 
-def ones(shape: Any, dtype: Any = DType.float32, *, device: Any = None) -> Tensor:
+def ones(shape: ShapeLike, dtype: DTypeSpec = DType.float32, *, device: Device | None = None) -> Tensor:
     """A tensor of ``shape`` filled with 1 (give the shape as one tuple: ``ones((2, 3))``)."""
     _one_shape("ones", shape, dtype)
     return full(shape, 1, dtype, device=device)
 
 
-def _one_shape(name: str, shape: Any, dtype: Any) -> None:
+def _one_shape(name: str, shape: ShapeLike, dtype: DTypeSpec) -> None:
     if isinstance(dtype, (int, np.integer)) and not isinstance(dtype, bool):
         dims = (shape if isinstance(shape, tuple) else (shape,)) + (dtype,)
         raise TypeError(f"{name}{dims}: the second argument is the dtype; give the shape as "
                         f"one tuple: asyncfusion.{name}({dims})")
 
 
-def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any = None, *,
-           device: Any = None) -> Tensor:
+def arange(start: float, stop: float | None = None, step: float = 1, dtype: DTypeSpec | None = None, *,
+           device: Device | None = None) -> Tensor:
     """Evenly spaced values in ``[start, stop)`` (numpy.arange): int32 for int arguments,
     float32 otherwise, unless ``dtype`` says.
 
@@ -174,7 +185,7 @@ def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any 
     device = _device(device)
     ints = all(isinstance(v, (int, np.integer)) for v in bounds)
     n = max(0, int(-((start - stop) // step)) if ints else math.ceil((stop - start) / step))
-    _check_size((n,), device, "arange()")
+    check_size((n,), device, "arange()")
     target = as_dtype(dtype) if dtype is not None else DType.int32 if ints else DType.float32
     check_held(target, device, "arange()")
     if ints and target.is_int or target is DType.float64:
@@ -200,69 +211,69 @@ def arange(start: float, stop: float | None = None, step: float = 1, dtype: Any 
     return out if compute is target else out.astype(target)
 
 
-def rand(shape: Any, *, seed: int | None = None, device: Any = None) -> Tensor:
+def rand(shape: ShapeLike, *, seed: int | None = None, device: Device | None = None) -> Tensor:
     """Uniform float32 values in [0, 1) from numpy's PCG64 generator with ``seed``."""
     device, shape = _device(device), _shape(shape)
-    _check_size(shape, device, "rand()")
+    check_size(shape, device, "rand()")
     rng = np.random.default_rng(seed)
     return from_numpy_array(rng.random(shape, dtype=np.float32), device)
 
 
-def randn(shape: Any, *, seed: int | None = None, device: Any = None) -> Tensor:
+def randn(shape: ShapeLike, *, seed: int | None = None, device: Device | None = None) -> Tensor:
     """Standard normal float32 values from numpy's PCG64 generator with ``seed``."""
     device, shape = _device(device), _shape(shape)
-    _check_size(shape, device, "randn()")
+    check_size(shape, device, "randn()")
     rng = np.random.default_rng(seed)
     return from_numpy_array(rng.standard_normal(shape, dtype=np.float32), device)
 
 
 
 
-def full_like(x: Tensor, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Tensor:
+def full_like(x: Tensor, fill_value: Scalar, dtype: DTypeSpec | None = None, *, device: Device | None = None) -> Tensor:
     """A tensor of ``x``'s shape (and dtype and device, unless given) filled with
     ``fill_value``."""
     return full(x.shape, fill_value, dtype if dtype is not None else x.dtype,
                 device=device if device is not None else x.device)
 
 
-def zeros_like(x: Tensor, dtype: Any = None, *, device: Any = None) -> Tensor:
+def zeros_like(x: Tensor, dtype: DTypeSpec | None = None, *, device: Device | None = None) -> Tensor:
     return full_like(x, 0, dtype, device=device)
 
 
-def ones_like(x: Tensor, dtype: Any = None, *, device: Any = None) -> Tensor:
+def ones_like(x: Tensor, dtype: DTypeSpec | None = None, *, device: Device | None = None) -> Tensor:
     return full_like(x, 1, dtype, device=device)
 
 
-def empty(shape: Any, dtype: Any = DType.float32, *, device: Any = None) -> Tensor:
+def empty(shape: ShapeLike, dtype: DTypeSpec = DType.float32, *, device: Device | None = None) -> Tensor:
     """A tensor of ``shape`` (filled with 0: an upload costs the same either way)."""
     return zeros(shape, dtype, device=device)
 
 
-def empty_like(x: Tensor, dtype: Any = None, *, device: Any = None) -> Tensor:
+def empty_like(x: Tensor, dtype: DTypeSpec | None = None, *, device: Device | None = None) -> Tensor:
     return full_like(x, 0, dtype, device=device)
 
 
-def eye(n_rows: int, n_cols: int | None = None, *, k: int = 0, dtype: Any = None,
-        device: Any = None) -> Tensor:
+def eye(n_rows: int, n_cols: int | None = None, *, k: int = 0, dtype: DTypeSpec | None = None,
+        device: Device | None = None) -> Tensor:
     """Ones on diagonal ``k`` of an ``n_rows`` x ``n_cols`` matrix, zeros elsewhere: one
     kernel comparing two aranges, nothing uploaded."""
     dt = as_dtype(dtype) if dtype is not None else DType.float32
     rows, cols = _shape((n_rows, n_rows if n_cols is None else n_cols))
     device = _device(device)
-    _check_size((rows, cols), device, "eye()", dt)
+    check_size((rows, cols), device, "eye()", dt)
     k = max(-rows, min(operator.index(k), cols))  # past the corners: no diagonal at all
     row = arange(rows, device=device).reshape((rows, 1))
     return ((arange(cols, device=device) - row) == k).astype(dt)
 
 
-def linspace(start: float, stop: float, /, num: int, *, dtype: Any = None,
-             device: Any = None, endpoint: bool = True) -> Tensor:
+def linspace(start: float, stop: float, /, num: int, *, dtype: DTypeSpec | None = None,
+             device: Device | None = None, endpoint: bool = True) -> Tensor:
     """``num`` evenly spaced values from ``start`` to ``stop`` (float32 by default),
     computed in float64 on the host as numpy does, then rounded."""
     if isinstance(start, complex) or isinstance(stop, complex):
         raise DataError("linspace: asyncfusion has no complex dtype")
     dt = as_dtype(dtype) if dtype is not None else DType.float32
     device = _device(device)
-    _check_size(_shape(num), device, "linspace()", dt)
+    check_size(_shape(num), device, "linspace()", dt)
     values = np.linspace(start, stop, num, endpoint=endpoint)
     return tensor(values if dt.is_float else np.trunc(values), dt, device=device)

@@ -34,11 +34,14 @@ from types import EllipsisType
 import numpy as np
 import numpy.typing as npt
 
+from .._core.dtype import DType
+from .._core.errors import IndexingError, LimitError, ShapeError, device_mismatch
+from .._core.shapes import broadcast_shapes
+from ..lazy.record import elementwise
+from ..lazy.tensor import Operand, Tensor
 from .creation import arange, tensor
-from .dtype import DType
-from .errors import device_mismatch, IndexingError, LimitError, ShapeError
+from .elementwise import where
 from .indexing import take, take_along_axis
-from .tensor import Tensor, broadcast_shapes, elementwise, where
 
 __all__ = ["is_advanced", "getitem", "assigned"]
 
@@ -285,7 +288,7 @@ def _along(place: int, size: int, rank: int) -> _Array:
     return np.arange(size, dtype=np.int64).reshape(along)
 
 
-def assigned(t: Tensor, key: _Part, value: Tensor | bool | int | float) -> Tensor:
+def assigned(t: Tensor, key: _Part, value: Operand) -> Tensor:
     """``t`` with the elements an advanced ``key`` selects replaced by ``value`` (already
     checked against, and cast to, ``t``'s dtype); see the module's docstring."""
     what = "t[key] = value"

@@ -22,11 +22,12 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
-from .dtype import DType, as_dtype
-from .engine.memory import Storage
-from .errors import DataError, LimitError, ShapeError
-from .ir import ExternOp, Layout, ViewOp, numel
-from .tensor import Tensor
+from .._core.dtype import DType, DTypeSpec, as_dtype
+from .._core.errors import DataError, LimitError, ShapeError
+from ..engine.memory import Storage
+from ..ir import ExternOp, Layout, ViewOp, numel
+from ..lazy.tensor import Tensor
+from ..runtime import Device, as_device, default_device
 
 __all__ = ["resolve", "adopt", "DeviceBuffer"]
 
@@ -132,7 +133,7 @@ class _Adopt:
     title: str = "Adopt"
 
     def run(self, backend: Any, loads: list[Any], op: ExternOp) -> list[Storage]:
-        from .backends.wgpu.runtime import Buffer
+        from ..backends.wgpu.runtime import Buffer
 
         gpu, offset, nbytes = op.args
         backend.rt.check_alive()
@@ -142,13 +143,11 @@ class _Adopt:
 _ADOPT = _Adopt()
 
 
-def adopt(buffer: Any, shape: tuple[int, ...], dtype: Any, *, device: Any = None,
+def adopt(buffer: Any, shape: tuple[int, ...], dtype: DTypeSpec, *, device: Device | None = None,
           offset: int = 0) -> Tensor:
     """A tensor whose data is ``buffer`` (a wgpu ``GPUBuffer`` of ``device``'s GPU device,
     with STORAGE and COPY_SRC usage), dense from byte ``offset``; no copy is made, and the
     buffer stays the caller's (see the module docs: keep it alive while the tensor is)."""
-    from .runtime import as_device, default_device
-
     dev = default_device() if device is None else as_device(device)
     rt = getattr(dev.backend, "rt", None)
     if rt is None:

@@ -15,14 +15,16 @@ from typing import Any
 
 import numpy as np
 
+from .._core.dtype import DType, as_dtype
+from .._core.errors import AxisError, DTypeError, ShapeError
+from .._core.shapes import broadcast_shapes as broadcast_shapes_of, normalize_axis
+from ..lazy.record import elementwise
+from ..lazy.tensor import Tensor
 from .creation import arange, full
-from .dtype import DType, as_dtype
-from .errors import AxisError, DTypeError, ShapeError
+from .elementwise import where
+from .joining import cat
 from .reductions import reduce
-from .tensor import broadcast_shapes as broadcast_shapes_of
-from .tensor import Tensor, cat, elementwise, normalize_axis, where
-from .views import broadcast_to, permute, reshape_target, unsqueeze
-from .views import reshape as view_reshape
+from .views import broadcast_to, permute, reshape as view_reshape, reshape_target, unsqueeze
 
 __all__ = ["moveaxis", "expand_dims", "permute_dims", "unstack", "broadcast_arrays",
            "meshgrid", "tile", "repeat", "roll", "diff", "tril", "triu", "count_nonzero",

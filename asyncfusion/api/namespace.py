@@ -16,13 +16,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 
-from .dtype import DType, as_dtype, promote
-from .errors import DTypeError
-from .tensor import Tensor, _scalar_dtype, elementwise
+from .._core.dtype import DType, DTypeSpec, as_dtype, promote
+from .._core.errors import DTypeError
+from ..lazy.record import elementwise, scalar_dtype
+from ..lazy.tensor import Tensor
+from ..runtime import Device, as_device, default_device
+
+Kind = DTypeSpec | str | tuple[DTypeSpec | str, ...] | None
+"""What ``isdtype`` takes as a kind: a dtype, a kind name, or a tuple of them."""
 
 __all__ = ["__array_namespace_info__", "ArrayNamespaceInfo", "finfo", "iinfo", "finfo_object",
            "iinfo_object", "result_type", "can_cast", "isdtype", "astype", "e", "pi", "inf",
@@ -45,7 +48,7 @@ _KINDS = {
 }
 
 
-def isdtype(dtype: Any, kind: Any) -> bool:
+def isdtype(dtype: DTypeSpec, kind: Kind) -> bool:
     """Whether ``dtype`` is of ``kind``: a dtype, a kind name (``"integral"``, ``"real
     floating"``, ...) or a tuple of them."""
     dt = as_dtype(dtype)
@@ -81,11 +84,11 @@ class iinfo_object:  # noqa: N801 - the standard's name
     dtype: DType
 
 
-def _dtype_of(x: Any) -> DType:
+def _dtype_of(x: Tensor | DTypeSpec) -> DType:
     return x.dtype if type(x) is Tensor else as_dtype(x)
 
 
-def finfo(type: Any, /) -> finfo_object:  # noqa: A002 - the standard's name
+def finfo(type: Tensor | DTypeSpec, /) -> finfo_object:  # noqa: A002 - the standard's name
     """Limits of a floating dtype (or of a tensor's dtype)."""
     dt = _dtype_of(type)
     if not dt.is_float:
@@ -95,7 +98,7 @@ def finfo(type: Any, /) -> finfo_object:  # noqa: A002 - the standard's name
                         float(f.smallest_normal), dt)
 
 
-def iinfo(type: Any, /) -> iinfo_object:  # noqa: A002 - the standard's name
+def iinfo(type: Tensor | DTypeSpec, /) -> iinfo_object:  # noqa: A002 - the standard's name
     """Limits of an integer dtype (or of a tensor's dtype)."""
     dt = _dtype_of(type)
     if not dt.is_int:
@@ -104,7 +107,7 @@ def iinfo(type: Any, /) -> iinfo_object:  # noqa: A002 - the standard's name
     return iinfo_object(i.bits, int(i.max), int(i.min), dt)
 
 
-def result_type(*arrays_and_dtypes: Any) -> DType:
+def result_type(*arrays_and_dtypes: Tensor | DTypeSpec | complex) -> DType:
     """The dtype an operation on these tensors, dtypes and Python scalars gives (the rules
     the element-wise ops use: the Array API's integer lattice, int with float32 is
     float32, int32 with uint32 and uint64 with a signed integer are refused)."""
@@ -120,11 +123,11 @@ def result_type(*arrays_and_dtypes: Any) -> DType:
         if isinstance(a, complex):
             raise DTypeError("result_type: asyncfusion has no complex dtype")
         if isinstance(a, (bool, int, float)):
-            out = promote(out, _scalar_dtype(a, out, "result_type"), "result_type")
+            out = promote(out, scalar_dtype(a, out, "result_type"), "result_type")
     return out
 
 
-def can_cast(from_: Any, to: Any, /) -> bool:
+def can_cast(from_: Tensor | DTypeSpec, to: DTypeSpec, /) -> bool:
     """Whether the standard's promotion lattice casts ``from_`` to ``to`` without loss:
     each type to itself, a float to a wider float, an integer to one that holds all its
     values (uint16 to int32, uint32 to int64 ...); mixing kinds is never a safe cast."""
@@ -139,7 +142,8 @@ def can_cast(from_: Any, to: Any, /) -> bool:
         return False
 
 
-def astype(x: Tensor, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Tensor:
+def astype(x: Tensor, dtype: DTypeSpec, /, *, copy: bool = True,
+           device: Device | None = None) -> Tensor:
     """``x`` converted to ``dtype`` (float to int truncates toward zero). Without
     ``copy`` the same tensor comes back when its dtype is already ``dtype``."""
     if type(x) is not Tensor:
@@ -156,31 +160,29 @@ def astype(x: Tensor, dtype: Any, /, *, copy: bool = True, device: Any = None) -
 class ArrayNamespaceInfo:
     """What ``__array_namespace_info__()`` returns: devices, dtypes and capabilities."""
 
-    def capabilities(self) -> dict[str, Any]:
+    def capabilities(self) -> dict[str, bool | int | None]:
         """No boolean-mask indexing and no data-dependent shapes (the runtime knows every
         shape when an op is recorded; ``nonzero`` and ``unique_*`` are coroutines that
         wait for theirs); no rank limit beyond memory."""
         return {"boolean indexing": False, "data-dependent shapes": False,
                 "max dimensions": None}
 
-    def default_device(self) -> Any:
-        from .runtime import default_device
+    def default_device(self) -> Device:
         return default_device()
 
-    def devices(self) -> list[Any]:
+    def devices(self) -> list[Device]:
         return [self.default_device()]
 
-    def default_dtypes(self, *, device: Any = None) -> dict[str, DType | None]:
+    def default_dtypes(self, *, device: Device | None = None) -> dict[str, DType | None]:
         """float32 and int32 (no complex dtype: ``None``), on every device: int64 is not
         on every adapter, and indices (argmax, argsort, topk, nonzero) are int32."""
         return {"real floating": DType.float32, "complex floating": None,
                 "integral": DType.int32, "indexing": DType.int32}
 
-    def dtypes(self, *, device: Any = None, kind: Any = None) -> dict[str, DType]:
+    def dtypes(self, *, device: Device | None = None, kind: Kind = None) -> dict[str, DType]:
         """The dtypes ``device`` (the default device) holds, optionally of one ``kind``:
         float16 only where its adapter has ``shader-f16``, float64 where it has
         ``shader-f64`` and ``shader-int64``, int64 and uint64 where it has ``shader-int64``."""
-        from .runtime import as_device
         held = (self.default_device() if device is None else as_device(device)).backend.dtypes
         return {d.label: d for d in DType if d in held and (kind is None or isdtype(d, kind))}
 

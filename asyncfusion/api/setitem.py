@@ -1,4 +1,4 @@
-"""Assignment: ``t[key] = value``.
+"""Indexing's entry, ``t[key]``, and assignment, ``t[key] = value``.
 
 **Assignment** is functional underneath. The new value of the whole tensor is one
 element-wise ``where(selected, value, t)``: per axis, the positions that the key selects
@@ -12,29 +12,38 @@ taken of ``t`` before, or the tensor that ``t`` was a view of, does not change (
 write, as torch's functionalization and JAX's ``x.at[key].set(value)``).
 
 Keys holding lists, numpy arrays or tensors (numpy's advanced indexing) are
-:mod:`asyncfusion.advanced_index`'s.
+:mod:`asyncfusion.api.advanced_index`'s.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from .._core.dtype import DType
+from .._core.errors import DTypeError, IndexingError, ShapeError, device_mismatch
+from ..ir import IndexItem, numel
+from ..lazy.record import elementwise, float_scalar, scalar_dtype
+from ..lazy.tensor import Key, Operand, Tensor
 from . import advanced_index
 from .creation import arange, full
-from .dtype import DType
-from .errors import device_mismatch, DTypeError, IndexingError, ShapeError
+from .elementwise import where
 from .indexing import take_along_axis
-from .ir import IndexItem, numel
 from .namespace import can_cast
-from .tensor import Tensor, _float_scalar, _scalar_dtype, elementwise, where
-from .views import broadcast_to, parse_key
+from .views import broadcast_to, index, parse_key
 
-__all__ = ["assign", "assigned"]
+__all__ = ["getitem", "assign", "assigned"]
 
 
-def assign(t: Tensor, key: Any, value: Any) -> None:
+def getitem(x: Tensor, key: Key, /) -> Tensor:
+    """``x[key]``: a view for a basic key (:func:`~asyncfusion.api.views.index`), a
+    gather for a key holding lists, numpy arrays or integer tensors
+    (:func:`asyncfusion.api.advanced_index.getitem`)."""
+    if advanced_index.is_advanced(key):
+        return advanced_index.getitem(x, key)
+    return index(x, key)
+
+
+def assign(t: Tensor, key: Key, value: Operand) -> None:
     """``t[key] = value``: rebind ``t`` to :func:`assigned` (see the module's docstring)."""
     new = assigned(t, key, value)
     if new is t:
@@ -47,7 +56,7 @@ def assign(t: Tensor, key: Any, value: Any) -> None:
     # ``new`` (now holding the old id) goes away here and drops the old value
 
 
-def assigned(t: Tensor, key: Any, value: Any) -> Tensor:
+def assigned(t: Tensor, key: Key, value: Operand) -> Tensor:
     """A new tensor: ``t`` with the elements that ``key`` selects replaced by ``value``."""
     value = _value(t, value)
     if type(key) is Tensor and key.dtype is DType.bool:
@@ -88,7 +97,7 @@ def _check_fits(shape: tuple[int, ...], region: tuple[int, ...]) -> None:
                          f"the selected region's shape {region}")
 
 
-def _value(t: Tensor, value: Any) -> Any:
+def _value(t: Tensor, value: Operand) -> Operand:
     """``value`` checked against ``t``'s dtype (the Array API's rule: the value converts
     to ``t``'s dtype without changing kind or losing range) and cast to it."""
     what = "t[key] = value"
@@ -107,13 +116,13 @@ def _value(t: Tensor, value: Any) -> Any:
         raise DTypeError(f"{what}: a {type(value).__name__} value ({value!r}) cannot be "
                          f"assigned into a {t.dtype.label} tensor (bool into bool, int into "
                          "int or float, float into float); cast the tensor or the value first")
-    _scalar_dtype(value, t.dtype, what)  # an int's range
+    scalar_dtype(value, t.dtype, what)  # an int's range
     if isinstance(value, int) and t.dtype.is_float and not isinstance(value, bool):
-        _float_scalar(value, what)
+        float_scalar(value, what)
     return value
 
 
-def _masked(t: Tensor, mask: Tensor, value: Any) -> Tensor:
+def _masked(t: Tensor, mask: Tensor, value: Operand) -> Tensor:
     """``t[mask] = value`` with a mask over ``t``'s leading axes and one value."""
     if mask.shape != t.shape[:mask.ndim]:
         raise IndexingError(f"t[mask] = value: a mask of shape {mask.shape} must match the "
@@ -188,8 +197,8 @@ def _gather(value: Tensor, places: list[Tensor], items: tuple[IndexItem, ...],
     return take_along_axis(value.reshape((1,) * (flat.ndim - 1) + (-1,)), flat, -1)
 
 
-def _filled(t: Tensor, value: Any) -> Tensor:
+def _filled(t: Tensor, value: Operand) -> Tensor:
     """Every element selected: the value broadcast to ``t``'s shape, as a new tensor."""
-    if type(value) is Tensor:
+    if isinstance(value, Tensor):
         return elementwise("copy", broadcast_to(value, t.shape))
     return full(t.shape, value, dtype=t.dtype, device=t.device)

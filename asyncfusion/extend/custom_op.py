@@ -13,11 +13,12 @@ import string
 from typing import Any
 from collections.abc import Callable
 
-from .codegen.wgsl.lowering import Lowering, register_lowering
-from .codegen.wgsl.types import Ty
-from .errors import OptionError
-from .ops import PRIMITIVES, Primitive, register
-from .tensor import Tensor, elementwise
+from .._core.errors import OptionError
+from ..codegen.wgsl.lowering import Lowering, register_lowering
+from ..codegen.wgsl.types import Ty
+from ..lazy.record import elementwise
+from ..lazy.tensor import Tensor
+from ..ops import PRIMITIVES, Primitive, register
 
 __all__ = ["elementwise_op"]
 

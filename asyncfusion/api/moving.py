@@ -3,12 +3,12 @@ runtime side is ``runtime/transfer.py``)."""
 
 from __future__ import annotations
 
-from .dtype import check_held
-from .ir import ExternOp
-from .runtime.device import Device
-from .runtime.transfer import Transfer
-from .tensor import Tensor
-from .views import view
+from .._core.dtype import check_held
+from ..api.views import view
+from ..ir import ExternOp
+from ..lazy.tensor import Tensor
+from ..runtime.device import Device
+from ..runtime.transfer import Transfer
 
 __all__ = ["copy_to"]
 

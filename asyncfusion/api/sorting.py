@@ -1,7 +1,7 @@
 """Sorting long rows on the device: a bitonic sorting network over (key, index) pairs.
 
 Every element of a row becomes a pair: a 32-bit *key* whose unsigned order is the order
-wanted (:mod:`asyncfusion.sortkeys`: NaN last, or first for a top-k where NaN counts as
+wanted (:mod:`asyncfusion.api.sortkeys`: NaN last, or first for a top-k where NaN counts as
 the largest) and its position in the row. Pairs compare by key, then by position, so all
 pairs differ and the result is the stable order. Rows are padded to a power of two with
 pairs that sort after every element.
@@ -17,9 +17,9 @@ launch over all rows at once:
 A row of ``P = 2**p`` padded elements costs ``1 + sum over stages 2**(b+1)..P of
 (log2(stage) - b + 1)`` launches (``_BLOCK = 2**b``): 1 up to 2048 elements, 3 at 4096,
 55 at 2**20, all in one submission. :func:`sorted_pairs` gives the sorted positions;
-``argsort`` and ``sort`` (:mod:`asyncfusion.indexing`) use it for 32-bit dtypes (float16,
+``argsort`` and ``sort`` (:mod:`asyncfusion.api.indexing`) use it for 32-bit dtypes (float16,
 bool, int16 and uint16 through their 32-bit forms), and ``topk`` for more than
-:mod:`asyncfusion.selection` keeps in a workgroup (:func:`top_positions`).
+:mod:`asyncfusion.api.selection` keeps in a workgroup (:func:`top_positions`).
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .dtype import DType
-from .kernels_custom import CustomKernel, custom_kernel
+from .._core.dtype import DType
+from ..extend.custom_kernel import CustomKernel, custom_kernel
+from ..lazy.tensor import Tensor
 from .sortkeys import KIND, keys_np, wgsl_key
-from .tensor import Tensor
 
 __all__ = ["sorted_pairs", "top_positions", "SORTABLE", "launches"]
 
@@ -47,7 +47,7 @@ _PAD = 0xFFFFFFFF  # padding's key: last (ties go by position, and padding's com
 
 # params: n (row length), p (padded length), rows, block (pairs per workgroup, a power of
 # two <= _BLOCK), k_lo, k_hi (the stages this launch runs), j (the step, bitonic_step),
-# desc: the key's mode (asyncfusion.sortkeys).
+# desc: the key's mode (asyncfusion.api.sortkeys).
 _PARAMS = """
 struct P { n: u32, p: u32, rows: u32, block: u32, k_lo: u32, k_hi: u32, j: u32, desc: u32 }
 @group(0) @binding(0) var<uniform> prm: P;

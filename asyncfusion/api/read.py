@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._tracebacks import clear_read_frames
-from .errors import DeviceMismatchError
-from .tensor import Tensor
+from .._core.errors import DeviceMismatchError
+from .._core.tracebacks import clear_read_frames
+from ..lazy.tensor import Tensor
 
 __all__ = ["to_data"]
 

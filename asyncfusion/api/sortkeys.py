@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dtype import DType
+from .._core.dtype import DType
 
 __all__ = ["KIND", "wgsl_key", "keys_np"]
 
