@@ -126,14 +126,15 @@ def _pow2_at_least(n: int) -> int:
 def candidates(batch: int, m: int, n: int, k: int, limits: dict[str, int],
                tiles: tuple[MatmulTiles, ...] | None = None) -> list[MatmulPlan]:
     """The plans worth timing for one shape: each of ``tiles`` (None:
-    :data:`CANDIDATE_TILES`) that the device holds and
-    that is at most twice the (power-of-two) output it covers; where K is long
-    (>= 4096) and a tile makes less than a wave, that tile split in about enough slices
-    for one wave, and for two."""
+    :data:`CANDIDATE_TILES`) that the device holds, that is at most twice the
+    (power-of-two) output it covers, and smaller than 64x64 only where 64x64 tiles make
+    less than a wave; where K is long (>= 4096) and a tile makes less than a wave, that
+    tile split in about enough slices for one wave, and for two."""
     out: list[MatmulPlan] = []
+    few = _tiles_of(batch, m, n, TILES[1]) < WAVE
     for t in CANDIDATE_TILES if tiles is None else tiles:
         if not fits(t, limits) or t.tm > 2 * max(_pow2_at_least(m), 16) or \
-                t.tn > 2 * max(_pow2_at_least(n), 16):
+                t.tn > 2 * max(_pow2_at_least(n), 16) or (t.tm * t.tn < 64 * 64 and not few):
             continue
         out.append(MatmulPlan(t))
         count = _tiles_of(batch, m, n, t)

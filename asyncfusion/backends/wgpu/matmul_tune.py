@@ -156,7 +156,8 @@ class MatmulTuner:
 
     ``cache`` None: tuning is off and every class gets its default plan. ``runs`` counts
     candidate timings (each dispatches kernels); ``records`` holds what each class's
-    tuning measured, as written to the file.
+    tuning measured, as written to the file; ``last`` names the class of the latest
+    tuned launch.
     """
 
     def __init__(self, cache: TuneCache | None, limits: dict[str, int]) -> None:
@@ -164,6 +165,7 @@ class MatmulTuner:
         self.limits = limits
         self.runs = 0
         self.records: dict[str, Record] = {}
+        self.last: str | None = None
         self._plans: dict[str, MatmulPlan] = {}
         self._loaded = False
         self._lock = threading.Lock()
@@ -171,6 +173,17 @@ class MatmulTuner:
     @property
     def enabled(self) -> bool:
         return self.cache is not None
+
+    def chosen(self, cls: str) -> MatmulPlan | None:
+        """The plan kept for ``cls`` (None: not tuned or read yet)."""
+        return self._plans.get(cls)
+
+    def timings(self, cls: str) -> dict[str, float]:
+        """Microseconds per launch of each candidate that ran when ``cls`` was tuned."""
+        us = self.records.get(cls, {}).get("us")
+        if not isinstance(us, dict):
+            return {}
+        return {str(k): float(v) for k, v in us.items() if isinstance(v, (int, float))}
 
     def plan(self, cls: str, default: MatmulPlan, options: Callable[[], Sequence[MatmulPlan]],
              measure: Callable[[MatmulPlan], float], shape: tuple[int, ...]) -> MatmulPlan:
@@ -180,6 +193,7 @@ class MatmulTuner:
         if self.cache is None:
             return default
         with self._lock:
+            self.last = cls
             hit = self._plans.get(cls)
             if hit is not None:
                 return hit
