@@ -56,7 +56,8 @@ def queue_of(m: int, k: int, n: int) -> int:
     return 4 if m * n >= 8192 * 8192 else 8
 
 
-async def af_times(dev: af.Device, xs: list[Any], f: Callable[[Any], Any]) -> tuple[float, float | None]:
+async def af_times(dev: af.Device, xs: list[Any],
+                   f: Callable[[Any], Any]) -> tuple[float, float | None]:
     """(wall seconds, GPU seconds or None) per product of ``f`` over ``xs``, one sync per
     round of ``len(xs)``; best wall round of REPS, GPU time of REPS rounds."""
     async def rnd() -> None:

@@ -51,8 +51,8 @@ async def test_every_candidate_schedule_matches_numpy_at_odd_sizes(dev, monkeypa
 
 # (left, right, left view): odd sizes, one row, K not a multiple of 4, batched with
 # broadcasting, a transposed left operand
-SPLIT_CASES = [((97, 67), (67, 131), ""), ((1, 301), (301, 5), ""), ((3, 2, 9, 130), (2, 130, 7), ""),
-               ((40, 33), (33, 12), "T")]
+SPLIT_CASES = [((97, 67), (67, 131), ""), ((1, 301), (301, 5), ""),
+               ((3, 2, 9, 130), (2, 130, 7), ""), ((40, 33), (33, 12), "T")]
 
 
 @pytest.mark.parametrize("split", [2, 5])

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 
 from collections import OrderedDict
-from typing import Any
 
 import numpy as np
 

@@ -314,8 +314,7 @@ class _MatmulWriter(_Writer):
             self.emit("}", 2)
             self.emit("}")
 
-
-    # -- split-K ---------------------------------------------------------------------------
+    # -- split-K -------------------------------------------------------------------------
     def declare_partials(self) -> None:
         """The scratch buffer of partial sums, bound after the kernel's buffers: ``vec4``
         words in the partial stage (a thread's 4 columns), elements in the sum stage."""
