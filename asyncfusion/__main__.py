@@ -5,6 +5,11 @@ trio; the adapter asyncfusion would use (name, driver, backend, type), the featu
 matter to kernels (shader-f16, subgroups, ...) and the limits that shape them; every
 adapter wgpu can see; and the environment variables asyncfusion reads. ``--json`` prints
 the same as one JSON object. Exit status 1 when no adapter is found.
+
+``python -m asyncfusion tune-matmul [--shapes 4096,256x784x512] [--dtype float16]
+[--dir DIR]`` tunes the matmul shape classes of those shapes (M x K x N; default: the
+scoreboard's and the serving ones) ahead of time into the tuning directory and prints
+each class's plan and its candidates' TFLOP/s.
 """
 
 from __future__ import annotations
@@ -27,8 +32,9 @@ LIMITS = ("max-storage-buffers-per-shader-stage", "max-storage-buffer-binding-si
           "max-buffer-size", "max-compute-invocations-per-workgroup",
           "max-compute-workgroup-size-x", "max-compute-workgroups-per-dimension",
           "max-compute-workgroup-storage-size", "max-uniform-buffer-binding-size")
-ENV = ("ASYNCFUSION_TRACE", "ASYNCFUSION_DEBUG", "XDG_RUNTIME_DIR", "WGPU_BACKEND_TYPE",
-       "WGPU_ADAPTER_NAME", "VK_ICD_FILENAMES")
+ENV = ("ASYNCFUSION_TRACE", "ASYNCFUSION_DEBUG", "ASYNCFUSION_MATMUL_TUNE",
+       "ASYNCFUSION_TUNE_DIR", "XDG_RUNTIME_DIR", "WGPU_BACKEND_TYPE", "WGPU_ADAPTER_NAME",
+       "VK_ICD_FILENAMES")
 
 
 def _version(dist: str) -> str:
@@ -97,7 +103,59 @@ def _print(data: dict[str, Any]) -> None:
     print("env         " + (", ".join(f"{k}={v}" for k, v in env.items()) or "(none set)"))
 
 
+# M x K x N: squares, the MLP layer, a long K over few tiles, serving rows against it
+TUNE_SHAPES = ("1024,2048,4096,8192,256x784x512,256x65536x256,1x784x512,32x784x512,"
+               "64x784x512,128x784x512,256x4096x256")
+
+
+def tune_matmul(argv: list[str]) -> int:
+    """``tune-matmul``: one product per shape on a device with tuning on; prints the
+    table of classes, plans and candidates."""
+    import anyio
+
+    import asyncfusion as af
+    from asyncfusion.backends.wgpu.backend import WgpuBackend
+
+    parser = argparse.ArgumentParser(prog="python -m asyncfusion tune-matmul",
+                                     description="tune matmul shape classes ahead of time")
+    parser.add_argument("--shapes", default=TUNE_SHAPES, help="M x K x N, comma-separated "
+                        "(one number: a square)")
+    parser.add_argument("--dtype", default="float32", choices=("float32", "float16"))
+    parser.add_argument("--dir", default=None, help="the tuning directory (default: "
+                        "ASYNCFUSION_TUNE_DIR, else ~/.cache/asyncfusion)")
+    args = parser.parse_args(argv)
+    shapes = []
+    for part in args.shapes.split(","):
+        dims = [int(d) for d in part.lower().split("x")]
+        shapes.append((dims[0],) * 3 if len(dims) == 1 else (dims[0], dims[1], dims[2]))
+    dtype = af.float16 if args.dtype == "float16" else af.float32
+
+    async def run() -> None:
+        async with af.open_device(matmul_tune=True, tune_dir=args.dir) as dev:
+            backend = dev.backend
+            assert isinstance(backend, WgpuBackend)
+            tuner = backend.tuner
+            print(f"tuning file: {tuner.cache.path if tuner.cache else None}")
+            for m, k, n in shapes:
+                a = af.zeros((m, k), dtype=dtype, device=dev)
+                b = af.zeros((k, n), dtype=dtype, device=dev)
+                runs = tuner.runs
+                await (a @ b)[:1].to_data()
+                cls = tuner.last or ""
+                plan = tuner.chosen(cls)
+                rates = sorted(((2 * m * n * k / us / 1e6, name)
+                                for name, us in tuner.timings(cls).items() if us), reverse=True)
+                print(f"{m}x{k}x{n}  [{cls}]  {plan.name if plan else '?'} "
+                      f"({'timed now' if tuner.runs > runs else 'kept'}); TFLOP/s: "
+                      + ", ".join(f"{name} {t:.2f}" for t, name in rates[:5]), flush=True)
+    anyio.run(run)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["tune-matmul"]:
+        return tune_matmul(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m asyncfusion", description=__doc__.split(
         "\n")[0])
     parser.add_argument("--json", action="store_true", help="print one JSON object")

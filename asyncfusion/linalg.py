@@ -29,8 +29,9 @@ __all__ = ["matmul", "tensordot", "matrix_transpose", "vecdot"]
 
 
 def matmul(a: Any, b: Any) -> Tensor:
-    """The matrix product of ``a`` and ``b`` (numpy.matmul): float32, int32 (wrapping, as
-    numpy) or uint32; mixed operands are promoted as element-wise ops are."""
+    """The matrix product of ``a`` and ``b`` (numpy.matmul): float32, float16 (summed in
+    float32), int32 (wrapping, as numpy) or uint32; mixed operands are promoted as
+    element-wise ops are."""
     if type(a) is not Tensor or type(b) is not Tensor:
         raise TypeError(f"matmul (@) needs two asyncfusion Tensors, got {type(a).__name__} "
                         f"and {type(b).__name__}; wrap arrays with asyncfusion.tensor()")

@@ -10,8 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import asyncfusion as af
-from asyncfusion.backends.wgpu import backend as wgpu_backend
-from asyncfusion.backends.wgpu.backend import _TILES, matmul_tiles
+from asyncfusion.backends.wgpu import matmul_launch
+from asyncfusion.codegen.wgsl.matmul_plan import TILES as _TILES
+from asyncfusion.codegen.wgsl.matmul_plan import MatmulPlan, matmul_tiles
 from asyncfusion.codegen.wgsl.matmul import with_layout
 from asyncfusion.kernel import LaunchArgs
 from tests.conftest import assert_close
@@ -155,7 +156,7 @@ def _view(x, how):
                                                         in LAYOUTS])
 async def test_every_schedule_matches_numpy_for_every_layout(dev, monkeypatch, tiles,
                                                              sa, sb, va, vb):
-    monkeypatch.setattr(wgpu_backend, "matmul_tiles", lambda *_a, **_k: tiles)
+    monkeypatch.setattr(matmul_launch, "default_plan", lambda *_a, **_k: MatmulPlan(tiles))
     (make_a, a), (make_b, b) = (_view(RNG.standard_normal(sa).astype(np.float32), va),
                                 _view(RNG.standard_normal(sb).astype(np.float32), vb))
     bias = RNG.standard_normal(sb[-1]).astype(np.float32)
@@ -167,7 +168,7 @@ async def test_every_schedule_matches_numpy_for_every_layout(dev, monkeypatch, t
 
 @pytest.mark.parametrize("tiles", _TILES, ids=lambda t: f"{t.tm}x{t.tn}")
 async def test_every_schedule_is_exact_on_int32_and_long_k(dev, monkeypatch, tiles):
-    monkeypatch.setattr(wgpu_backend, "matmul_tiles", lambda *_a, **_k: tiles)
+    monkeypatch.setattr(matmul_launch, "default_plan", lambda *_a, **_k: MatmulPlan(tiles))
     a = RNG.integers(-50, 50, (6, 20)).astype(np.int32)
     b = RNG.integers(-50, 50, (20, 8)).astype(np.int32)  # vec4<i32> reads
     got = await (af.tensor(a, device=dev) @ af.tensor(b, device=dev)).to_data()

@@ -58,7 +58,8 @@ class Device:
             self.backend = WgpuBackend(
                 self.counters, max_storage_bindings=opts.max_storage_bindings,
                 workgroup=opts.workgroup, cache_bytes=opts.cache_bytes,
-                adapter=opts.adapter_index())
+                adapter=opts.adapter_index(), matmul_tune=opts.matmul_tune,
+                tune_dir=opts.tune_dir)
         else:
             self.backend = NumpyBackend()
         self.fusion = opts.fusion and self.backend.fuses

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -58,6 +59,11 @@ class DeviceOptions:
         GPU and a quarter of the host's memory, at most 4 GiB, on a CPU adapter; WebGPU
         does not report a device's memory). Past it, freed buffers are released; under
         allocation pressure the cache is emptied and the allocation retried.
+    :param matmul_tune: time candidate matmul schedules once per shape class and keep the
+        fastest on disk (None: the ``ASYNCFUSION_MATMUL_TUNE`` environment variable, 1 or
+        0, else on for GPU adapters and off for CPU ones, which take the default).
+    :param tune_dir: the directory of the tuning files (None: ``ASYNCFUSION_TUNE_DIR``,
+        else ``$XDG_CACHE_HOME/asyncfusion``, ``~/.cache/asyncfusion`` by default).
     """
 
     backend: str = "wgpu"
@@ -73,6 +79,8 @@ class DeviceOptions:
     max_batch: int | None = None
     max_wait_ms: float = 0.0
     cache_bytes: int | None = None
+    matmul_tune: bool | None = None
+    tune_dir: str | os.PathLike[str] | None = None
 
     @staticmethod
     def of(backend: Any, options: dict[str, Any]) -> DeviceOptions:
@@ -106,6 +114,12 @@ class DeviceOptions:
             if cache < 0:
                 raise OptionError(f"cache_bytes must be 0 or more (0: free buffers at once), "
                                  f"not {cache}")
+        if self.matmul_tune is not None and not isinstance(self.matmul_tune, bool):
+            raise TypeError(f"matmul_tune must be True, False or None (the adapter's "
+                            f"default), not {self.matmul_tune!r}")
+        if self.tune_dir is not None and not isinstance(self.tune_dir, (str, os.PathLike)):
+            raise TypeError(f"tune_dir must be a directory path (str or os.PathLike) or None, "
+                            f"not {self.tune_dir!r}")
         retry = self.retry_after
         if not isinstance(retry, (int, float)) or isinstance(retry, bool) or not retry > 0:
             raise OptionError(f"retry_after must be a positive number of seconds, not {retry!r}")

@@ -6,8 +6,9 @@ output row from the launch's sizes: rows of a few elements share a workgroup, lo
 get a whole one; where the rows are contiguous, a multiple of 4 long and aligned, they
 are read in vec4 words (:func:`row_words`); a kernel of several passes over each row
 holds the row in registers between them where it fits (:func:`row_slots`), else reads
-it again. Matmul kernels pick their tiles from the output's size and the adapter's
-limits (:func:`matmul_tiles`): one workgroup per output tile.
+it again. Matmul launches take a plan (:mod:`.matmul_launch`): tiles from the output's
+size and the adapter's limits, or tuned once per shape class where tuning is on
+(:mod:`asyncfusion.codegen.wgsl.autotune`), split over K where few tiles face a long K.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 import os
 
 from collections import OrderedDict
-from typing import Any
 
 import numpy as np
 
@@ -28,41 +28,21 @@ from ...trace import Counters
 from ..base import MemoryStats, host_view
 from ..faults import FaultInjector
 from .memory import STAGING_CACHE, BufferPool
-from ...codegen.wgsl.matmul import MatmulTiles, render_matmul, with_layout
+from ...codegen.wgsl.matmul import MatmulShader, render_matmul
 from ...codegen.wgsl.render import RowWords, param_words, render
 from .bindings import oversized, pieces, refuse
+from .matmul_launch import MatmulLauncher
+from ...codegen.wgsl.autotune import MatmulTuner, TuneCache, device_key, tune_enabled
+from ...codegen.wgsl.autotune import tune_dir as tuning_dir
 from .runtime import Buffer, Runtime, detach, get_runtime
 
 __all__ = ["WgpuBackend"]
 
-# How one kernel renders: a matmul's tiles, or a reduction's held slots, vec4 words and
+# How one kernel renders: a matmul stage, or a reduction's held slots, vec4 words and
 # threads per row.
-_Variant = MatmulTiles | tuple[int, RowWords | None, int]
+_Variant = MatmulShader | tuple[int, RowWords | None, int]
 
 _MAX_KERNELS = 1024
-
-
-# Matmul schedules, largest first. 8x8 blocks per thread (16 vec4 accumulators) pay off
-# on outputs that give a big GPU a wave of workgroups; smaller tiles give more of them.
-_TILES = (MatmulTiles(128, 128, 8, 8, 8), MatmulTiles(64, 64, 16, 4, 4),
-          MatmulTiles(32, 32, 8, 4, 4))
-_WAVE = 128  # workgroups that keep a big GPU busy (the H200 has 132 SMs)
-
-
-def matmul_tiles(m: int, n: int, limits: dict[str, int], gpu: bool,
-                 batch: int = 1) -> MatmulTiles:
-    """The largest schedule the adapter holds (threads, double-buffered workgroup memory)
-    that still makes a wave of workgroups on a GPU (the 64-tile at most on a CPU, where
-    fewer, larger tiles cost less); the smallest when none does."""
-    for t in _TILES:
-        if t.threads > limits["max-compute-invocations-per-workgroup"] or \
-                t.shared_bytes > limits["max-compute-workgroup-storage-size"]:
-            continue
-        if gpu and batch * -(-m // t.tm) * -(-n // t.tn) >= _WAVE:
-            return t
-        if not gpu and t.tm <= 64 and min(m, n) >= t.tm:
-            return t
-    return _TILES[-1]
 
 
 _PER_THREAD = 16  # elements each thread of a reduction folds, where rows are many
@@ -149,7 +129,8 @@ class WgpuBackend:
 
     def __init__(self, counters: Counters, *, max_storage_bindings: int | None = None,
                  workgroup: int | None = None, cache_bytes: int | None = None,
-                 adapter: int | None = None) -> None:
+                 adapter: int | None = None, matmul_tune: bool | None = None,
+                 tune_dir: str | os.PathLike[str] | None = None) -> None:
         self.rt: Runtime = get_runtime(max_storage_bindings, workgroup, adapter=adapter)
         self.counters = counters
         self.faults = FaultInjector()
@@ -173,6 +154,12 @@ class WgpuBackend:
         self.subgroups = self.rt.subgroups  # reductions combine rows with subgroup shuffles
         self.dtypes = frozenset(d for d in DType
                                 if set(NEEDS.get(d, ((), d))[0]) <= self.rt.features)
+        cache = None
+        if tune_enabled(matmul_tune, self.gpu):
+            cache = TuneCache(tuning_dir(tune_dir), device_key(
+                self.rt.adapter_info, self.limits, _wgpu_native_version()))
+        self.tuner = MatmulTuner(cache, self.limits)
+        self.matmul = MatmulLauncher(self.rt, self._wgsl, self.tuner, self.limits, self.gpu)
 
     @property
     def adapter_summary(self) -> str:
@@ -216,7 +203,7 @@ class WgpuBackend:
         text = self._kernels.get(key)
         if text is None:
             text = self._kernels[key] = (
-                render_matmul(kernel, variant) if isinstance(variant, MatmulTiles)
+                render_matmul(kernel, variant) if isinstance(variant, MatmulShader)
                 else render(kernel, self.rt.workgroup, self.subgroups, *variant,
                             folds=self.rt.folds_cancellation))
             self.counters.kernels_generated += 1
@@ -234,14 +221,13 @@ class WgpuBackend:
                             self.max_buffer_size, self.storage_align):
                 self.launch(p.kernel, p.args, p.loads, p.stores)
             return
+        if kernel.matmul:
+            self._launch_matmul(kernel, args, self._storage(kernel, loads, stores))
+            return
         n = numel(args.shape)
         wg = self.rt.workgroup
         variant: _Variant = (0, None, 1)
-        if kernel.matmul:
-            *batch, m, n_, _ = args.shape
-            variant = tiles = with_layout(matmul_tiles(m, n_, self.limits, self.gpu,
-                                                       numel(tuple(batch))), args)
-        elif kernel.reduces:
+        if kernel.reduces:
             n_out = numel(tuple(s for s, r in zip(args.shape, kernel.reduced, strict=True)
                                 if not r))
             n_red = n // n_out if n_out else 0
@@ -251,13 +237,7 @@ class WgpuBackend:
             variant = (row_slots(kernel, n_red // lanes, tpr, lanes), vec, tpr)
         wgsl = self._wgsl(kernel, variant)
         self.faults.check("launch", kernel.names)
-        if kernel.matmul:
-            count = numel(tuple(batch)) * -(-m // tiles.tm) * -(-n_ // tiles.tn)
-            if not count:
-                return
-            head = (numel(tuple(batch)), -(-m // tiles.tm), -(-n_ // tiles.tn), 0)
-            threads = count * wg  # the runtime's grid counts workgroups of its own size
-        elif not kernel.reduces:
+        if not kernel.reduces:
             if not n:
                 return
             count = n // 4 if kernel.vec4 else n
@@ -272,16 +252,40 @@ class WgpuBackend:
         words = param_words(kernel, args, head)
         params = np.zeros(-(-len(words) // 4) * 4, dtype=np.uint32)
         params[:len(words)] = np.array(words, dtype=np.uint64).astype(np.uint32)
-        lent = {st.inplace for st in kernel.stores if st.inplace is not None}
-        storage = [(b, "read_write" if k in lent else "read") for k, b in enumerate(loads)]
-        storage += [(b, "read_write") for b, st in zip(stores, kernel.stores, strict=True)
-                    if st.inplace is None]
-        self.rt.dispatch(self.batch, wgsl, storage, params, threads)
+        self.rt.dispatch(self.batch, wgsl, self._storage(kernel, loads, stores), params,
+                         threads)
         self.counters.launch(kernel.title)
+        self._maybe_flush()
+
+    def _maybe_flush(self) -> None:
         if self.batch.dispatches >= self.rt.dispatches_per_submit:
             # Submit long rounds in pieces: the GPU starts while we encode the rest, and
             # lavapipe slows down for good after a submission of ~10k dispatches.
             self.flush()
+
+    @staticmethod
+    def _storage(kernel: Kernel, loads: list[Buffer],
+                 stores: list[Buffer]) -> list[tuple[Buffer, str]]:
+        """A launch's buffers in binding order with their access: loads (read-write where
+        a store writes in place), then the stores of their own."""
+        lent = {st.inplace for st in kernel.stores if st.inplace is not None}
+        storage = [(b, "read_write" if k in lent else "read") for k, b in enumerate(loads)]
+        storage += [(b, "read_write") for b, st in zip(stores, kernel.stores, strict=True)
+                    if st.inplace is None]
+        return storage
+
+    def _launch_matmul(self, kernel: Kernel, args: LaunchArgs,
+                       storage: list[tuple[Buffer, str]]) -> None:
+        """One matmul launch of its plan (tuned first where its shape class is new): one
+        dispatch, or a split-K pair (two launches)."""
+        self.faults.check("launch", kernel.names)
+        plan = self.matmul.plan(kernel, args, storage)
+        done = self.matmul.encode(self.batch, kernel, args, plan, storage,
+                                  lambda nbytes: self.pool.acquire(nbytes, ordered=True),
+                                  self.pool.retire)
+        for title in (kernel.title, f"{kernel.title} (split-K sum)")[:done]:
+            self.counters.launch(title)
+        self._maybe_flush()
 
     def launch_wgsl(self, wgsl: str, title: str, loads: list[Buffer], stores: list[Buffer],
                     params: np.ndarray, groups: tuple[int, int, int]) -> None:
@@ -419,6 +423,12 @@ class WgpuBackend:
 
     def lose(self, reason: str) -> None:
         self.rt.lose(reason)
+
+
+def _wgpu_native_version() -> str:
+    from wgpu.backends import wgpu_native  # noqa: PLC0415
+
+    return ".".join(map(str, wgpu_native.version_info))
 
 
 class _ReadGroup:

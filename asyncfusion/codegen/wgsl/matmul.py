@@ -15,6 +15,12 @@ threads read neighbouring words. Where the layout allows (unit stride on that ax
 extent, the offset and every other stride multiples of 4) a chunk is one ``vec4`` load
 of a buffer bound as ``array<vec4<T>>``; otherwise it is 4 guarded scalar loads through
 the strides. Reads past the matrix give zeros, stores past it are skipped: any shape.
+
+Split-K (:class:`MatmulShader` stages): for few output tiles over a long K, the
+``partial`` stage gives each workgroup one tile and one slice of K (``kc`` elements, head
+word 3) and writes its sums, without the epilogue, to a scratch buffer bound after the
+kernel's own (slice-major, rows padded to a multiple of 4); the ``sum`` stage, a thread
+per output element, adds the slices in order and runs the epilogue and the stores.
 """
 
 from __future__ import annotations
@@ -25,7 +31,11 @@ from ...kernel import Kernel, LaunchArgs, Level
 from .types import WGSL_TYPE
 from .render import HEAD_WORDS, INNER_STEPS, _Writer, enables, param
 
-__all__ = ["MatmulTiles", "with_layout", "render_matmul"]
+__all__ = ["MatmulTiles", "MatmulShader", "with_layout", "render_matmul", "valid_tiles"]
+
+# The stages of a matmul: the whole product with its epilogue in one kernel, or a split-K
+# pass of partial sums over slices of K, then their sum with the epilogue.
+STAGES = ("whole", "partial", "sum")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,10 +56,11 @@ class MatmulTiles:
     b_vec: bool = False
 
     def __post_init__(self) -> None:
-        assert self.rm % 4 == 0 and self.rn % 4 == 0 and self.tk % 4 == 0
-        assert self.tm % self.rm == 0 and self.tn % self.rn == 0
-        for size in (self.tm, self.tn):  # every thread loads whole chunks of 4
-            assert size * self.tk % (4 * self.threads) == 0
+        assert valid_tiles(self.tm, self.tn, self.tk, self.rm, self.rn), self
+
+    @property
+    def name(self) -> str:
+        return f"{self.tm}x{self.tn}x{self.tk}/{self.rm}x{self.rn}"
 
     @property
     def threads(self) -> int:
@@ -62,6 +73,28 @@ class MatmulTiles:
     @property
     def shared_bytes(self) -> int:
         return 2 * (self.tm + self.tn) * self.tk * 4
+
+
+def valid_tiles(tm: int, tn: int, tk: int, rm: int, rn: int) -> bool:
+    """Whether these sizes make a schedule: positive, blocks of multiples of 4 that divide
+    the tile, and every thread loading whole chunks of 4 of both operands' slices."""
+    if min(tm, tn, tk, rm, rn) <= 0 or rm % 4 or rn % 4 or tk % 4 or tm % rm or tn % rn:
+        return False
+    threads = (tm // rm) * (tn // rn)
+    return all(size * tk % (4 * threads) == 0 for size in (tm, tn))
+
+
+@dataclass(frozen=True, slots=True)
+class MatmulShader:
+    """One matmul kernel text: its schedule and its stage (see :data:`STAGES`); the
+    ``sum`` stage runs a thread per output element in workgroups of ``workgroup``."""
+
+    tiles: MatmulTiles
+    stage: str = "whole"
+    workgroup: int = 0
+
+    def __post_init__(self) -> None:
+        assert self.stage in STAGES and (self.stage != "sum" or self.workgroup > 0)
 
 
 def _reads(offset: int, strides: tuple[int, ...], wide: int, k: int, n_wide: int,
@@ -87,10 +120,15 @@ def with_layout(tiles: MatmulTiles, args: LaunchArgs) -> MatmulTiles:
 
 
 class _MatmulWriter(_Writer):
-    def __init__(self, kernel: Kernel, t: MatmulTiles) -> None:
+    def __init__(self, kernel: Kernel, shader: MatmulShader) -> None:
+        t = shader.tiles
         vec = frozenset(i for i, v in enumerate((t.a_vec, t.b_vec)) if v)
+        if shader.stage == "sum":  # reads the partial sums: the operands are not read
+            vec = frozenset()
         super().__init__(kernel, t.threads, False, vec)
         self.t = t
+        self.stage = shader.stage
+        self.sum_wg = shader.workgroup
         red = kernel.reduce
         assert red is not None
         self.acc_t = WGSL_TYPE[red.acc]
@@ -113,8 +151,19 @@ class _MatmulWriter(_Writer):
         self.emit(f"let n_k = {param(HEAD_WORDS + k_d)};")
         self.emit(f"let tiles_n = {param(2)};")
         self.emit(f"let tiles_mn = {param(1)} * tiles_n;")
-        self.emit("let tile = wid.x + wid.y * nwg.x;")
-        self.emit(f"if (tile >= {param(0)} * tiles_mn) {{ return; }}")
+        self.emit("var tile = wid.x + wid.y * nwg.x;")
+        if self.stage == "partial":  # tiles of slice 0, then of slice 1, ...
+            self.emit(f"let kc = {param(3)};")
+            self.emit(f"let tiles_all = {param(0)} * tiles_mn;")
+            self.emit("if (tile >= tiles_all * ((n_k + kc - 1u) / kc)) { return; }")
+            self.emit("let slice = tile / tiles_all;")
+            self.emit("tile = tile % tiles_all;")
+            self.emit("let k_lo = slice * kc;")
+            self.emit("let k_hi = min(n_k, k_lo + kc);")
+        else:
+            self.emit(f"if (tile >= {param(0)} * tiles_mn) {{ return; }}")
+            self.emit("let k_lo = 0u;")
+            self.emit("let k_hi = n_k;")
         self.emit("let batch = tile / tiles_mn;")
         self.emit(f"let row0 = (tile % tiles_mn) / tiles_n * {t.tm}u;")
         self.emit(f"let col0 = tile % tiles_n * {t.tn}u;")
@@ -135,9 +184,9 @@ class _MatmulWriter(_Writer):
         for op, size in (("a", t.tm), ("b", t.tn)):
             for c in range(t.chunks(size)):
                 self.emit(f"var p{op}{c} = {self.v_t}();")
-        self.emit(f"let n_t = (n_k + {t.tk - 1}u) / {t.tk}u;")
+        self.emit(f"let n_t = (k_hi - k_lo + {t.tk - 1}u) / {t.tk}u;")
         self.emit("if (n_t > 0u) {")
-        self._fetch("0u", 2)
+        self._fetch("k_lo", 2)
         self._stage("0u", 2)
         self.emit("}")
         self.emit("workgroupBarrier();")
@@ -148,7 +197,7 @@ class _MatmulWriter(_Writer):
         self.emit("let buf = s & 1u;", 3)
         self.emit("let more = s + 1u < n_t;", 3)
         self.emit("if (more) {", 3)
-        self._fetch(f"(s + 1u) * {t.tk}u", 4)
+        self._fetch(f"k_lo + (s + 1u) * {t.tk}u", 4)
         self.emit("}", 3)
         self._multiply(3)
         self.emit("if (more) {", 3)
@@ -157,7 +206,10 @@ class _MatmulWriter(_Writer):
         self.emit("workgroupBarrier();", 3)
         self.emit("}", 2)
         self.emit("}")
-        self._epilogue()
+        if self.stage == "partial":
+            self._partial_store()
+        else:
+            self._epilogue()
         self.emit("}", 0)
 
     # -- global memory to registers ------------------------------------------------------
@@ -186,14 +238,14 @@ class _MatmulWriter(_Writer):
                 at = f"{op}_base + i32(g) * {op}_w + i32(gk) * {op}_k"
                 if vec:  # the chunk is all inside or all outside: its axis' extent % 4 == 0
                     self.emit(f"p{op}{c} = {self.v_t}();", d)
-                    self.emit(f"if (g < {bound} && gk < n_k) {{ p{op}{c} = {self.v_t}("
+                    self.emit(f"if (g < {bound} && gk < k_hi) {{ p{op}{c} = {self.v_t}("
                               f"{src}[u32({at}) / 4u]); }}", d)
                 else:
                     step = f"{op}_k" if along_k else f"{op}_w"
                     self.emit(f"var v = {self.v_t}();", d)
                     for j in range(4):  # unrolled: constant lanes keep v in registers
                         g_j, k_j = ("g", f"gk + {j}u") if along_k else (f"g + {j}u", "gk")
-                        self.emit(f"if ({g_j} < {bound} && {k_j} < n_k) {{ v[{j}] = "
+                        self.emit(f"if ({g_j} < {bound} && {k_j} < k_hi) {{ v[{j}] = "
                                   f"{self.acc_t}({src}[u32({at} + {j} * {step})]); }}", d)
                     self.emit(f"p{op}{c} = v;", d)
                 self.emit("}", depth)
@@ -262,10 +314,80 @@ class _MatmulWriter(_Writer):
             self.emit("}", 2)
             self.emit("}")
 
+    # -- split-K -------------------------------------------------------------------------
+    def declare_partials(self) -> None:
+        """The scratch buffer of partial sums, bound after the kernel's buffers: ``vec4``
+        words in the partial stage (a thread's 4 columns), elements in the sum stage."""
+        k = self.k
+        binding = 1 + sum(ld.iota is None for ld in k.loads) + sum(
+            st.inplace is None for st in k.stores)
+        word = self.v_t if self.stage == "partial" else self.acc_t
+        self.emit(f"@group(0) @binding({binding}) var<storage, read_write> part: "
+                  f"array<{word}>;", 0)
 
-def render_matmul(kernel: Kernel, tiles: MatmulTiles) -> str:
-    """The WGSL text of matmul ``kernel`` under schedule ``tiles``."""
-    w = _MatmulWriter(kernel, tiles)
+    def _partials_at(self) -> None:
+        """``n_pad`` (a row of the scratch buffer) and ``slice_len`` (one slice of it)."""
+        self.emit("let n_pad = (n_n + 3u) / 4u * 4u;")
+        self.emit(f"let slice_len = {param(0)} * n_m * n_pad;")
+
+    def _partial_store(self) -> None:
+        """The accumulators, as they are, into this slice's part of the scratch buffer."""
+        t = self.t
+        ty_n, tx_n = t.tm // t.rm, t.tn // t.rn
+        self._partials_at()
+        for i in range(t.rm):
+            self.emit("{")
+            self.emit(f"let m = row0 + {4 * (i // 4 * ty_n)}u + ty * 4u + {i % 4}u;", 2)
+            self.emit("if (m < n_m) {", 2)
+            self.emit("let at = slice * slice_len + (batch * n_m + m) * n_pad;", 3)
+            for g in range(t.rn // 4):
+                self.emit(f"let n{g} = col0 + {4 * g * tx_n}u + tx * 4u;", 3)
+                self.emit(f"if (n{g} < n_n) {{ part[(at + n{g}) / 4u] = c{i}_{g}; }}", 3)
+            self.emit("}", 2)
+            self.emit("}")
+
+    def render_sum(self) -> None:
+        """A thread per output element: the slices' partial sums added in slice order,
+        then the epilogue and the stores."""
+        k = self.k
+        m_d, n_d, k_d, nb = self.m_d, self.n_d, self.k_d, k.rank - 3
+        wg = self.sum_wg
+        self.emit(f"@compute @workgroup_size({wg})", 0)
+        self.emit("fn main(@builtin(global_invocation_id) gid: vec3<u32>, "
+                  "@builtin(num_workgroups) nwg: vec3<u32>) {", 0)
+        self.emit(f"let n_m = {param(HEAD_WORDS + m_d)};")
+        self.emit(f"let n_n = {param(HEAD_WORDS + n_d)};")
+        self.emit(f"let n_k = {param(HEAD_WORDS + k_d)};")
+        self.emit(f"let i = gid.x + gid.y * nwg.x * {wg}u;")
+        self.emit(f"if (i >= {param(0)} * n_m * n_n) {{ return; }}")
+        self.emit(f"let c{n_d} = i % n_n;")
+        self.emit(f"let c{m_d} = i / n_n % n_m;")
+        self.emit("let batch = i / n_n / n_m;")
+        self.coords(list(range(nb)), "batch", 1)
+        self._partials_at()
+        self.emit(f"let kc = {param(3)};")
+        self.emit(f"let at = (batch * n_m + c{m_d}) * n_pad + c{n_d};")
+        self.emit(f"var acc = {self.acc_t}();")
+        self.emit("for (var s = 0u; s < (n_k + kc - 1u) / kc; s = s + 1u) {")
+        self.emit("acc = acc + part[s * slice_len + at];", 2)
+        self.emit("}")
+        self.emit(f"let c{k_d} = 0u;")
+        self.emit(f"let res = {self.res_t}(acc);")
+        self.level(Level.OUT, 1, list(range(k.rank)), (Level.OUT,))
+        for s, st in enumerate(k.stores):
+            if st.level is Level.OUT:
+                self.store(s, "i", 1)
+        self.emit("}", 0)
+
+
+def render_matmul(kernel: Kernel, shader: MatmulShader) -> str:
+    """The WGSL text of matmul ``kernel``'s stage ``shader``."""
+    w = _MatmulWriter(kernel, shader)
     w.declare()
-    w.render()
+    if shader.stage != "whole":
+        w.declare_partials()
+    if shader.stage == "sum":
+        w.render_sum()
+    else:
+        w.render()
     return enables(kernel) + "\n".join(w.lines) + "\n"
