@@ -159,7 +159,8 @@ var<workgroup> swaps: u32;
         }
         sync();
         for (var i = c + 1u + t; i < n; i += WG) {
-            let f = lu[base + i * n + c] / lu[base + c * n + c];
+            let d = lu[base + c * n + c];
+            let f = select(lu[base + i * n + c] / d, {T}(0.0), d == {T}(0.0));
             lu[base + i * n + c] = f;
             for (var j = c + 1u; j < n; j++) { lu[base + i * n + j] -= f * lu[base + c * n + j]; }"""
                  + eliminate + """
