@@ -29,6 +29,7 @@ from .errors import (AsyncFusionError, AxisError, BlockingCallError, DataError,
 from .indexing import (argsort, gather, index_select, one_hot, sort, stack, take,
                        take_along_axis, topk)
 from .interop import asarray, from_dlpack
+from . import linalg
 from .linalg import matmul, matrix_transpose, tensordot
 from .manipulation import (broadcast_arrays, broadcast_shapes, count_nonzero,
                            cumulative_prod, cumulative_sum, diff, expand_dims, isin, meshgrid,
@@ -66,7 +67,7 @@ __all__ = [
     "tensor", "asarray", "zeros", "ones", "full", "arange", "rand", "randn",
     "where", "minimum", "maximum", "cat", "concat", "elementwise_op",
     "custom_kernel", "KernelCompileError", "resolve", "adopt", "DeviceBuffer",
-    "matmul", "take", "take_along_axis", "gather", "index_select", "stack", "one_hot",
+    "matmul", "linalg", "take", "take_along_axis", "gather", "index_select", "stack", "one_hot",
     "topk", "sort", "argsort", "nonzero",
     "softmax", "log_softmax", "logsumexp", "layer_norm", "gelu", "silu", "clip", "mean",
     "var", "std", "sum", "prod", "max", "min", "any", "all", "argmax", "argmin",

@@ -28,7 +28,7 @@ from ..errors import AxisError, device_mismatch, DTypeError, ShapeError
 from ..ir import Layout, MatmulOp
 from ..reductions import reduce, sum as _sum
 from ..tensor import Tensor, _check_size, broadcast_shapes, normalize_axis, where
-from ..views import view
+from ..views import broadcast_to, view
 
 __all__ = ["matmul", "tensordot", "matrix_transpose", "outer", "cross", "diagonal", "trace"]
 
@@ -175,18 +175,20 @@ def cross(x1: Tensor, x2: Tensor, /, *, axis: int = -1) -> Tensor:
         if x.ndim < -axis or x.shape[axis] != 3:
             raise ShapeError(f"cross: axis {axis} must have size 3 in both operands, got "
                              f"shapes {x1.shape} and {x2.shape}")
-    a = [_part(x1, axis, k) for k in range(3)]
-    b = [_part(x2, axis, k) for k in range(3)]
+    a = [_part(x1, axis, k, shape) for k in range(3)]
+    b = [_part(x2, axis, k, shape) for k in range(3)]
     parts = [a[(k + 1) % 3] * b[(k + 2) % 3] - a[(k + 2) % 3] * b[(k + 1) % 3]
              for k in range(3)]
     at = arange(3, dtype=DType.int32, device=x1.device).reshape((3,) + (1,) * (-axis - 1))
+    at = broadcast_to(at, shape)
     return where(at == 0, parts[0], where(at == 1, parts[1], parts[2]))
 
 
-def _part(x: Tensor, axis: int, k: int) -> Tensor:
-    """Component ``k`` of ``x`` along ``axis`` (negative), keeping the axis (a view)."""
+def _part(x: Tensor, axis: int, k: int, shape: tuple[int, ...]) -> Tensor:
+    """Component ``k`` of ``x`` along ``axis`` (negative) seen at every position of
+    ``shape`` along it (views: every op of the product has one shape, so they fuse)."""
     key = (Ellipsis, slice(k, k + 1)) + (slice(None),) * (-axis - 1)
-    return x[key]
+    return broadcast_to(x[key], shape)
 
 
 def diagonal(x: Tensor, /, *, offset: int = 0) -> Tensor:
