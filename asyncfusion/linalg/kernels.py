@@ -17,9 +17,10 @@ from ..kernels_custom import CustomKernel, Spec, custom_kernel
 from ..tensor import Tensor
 from . import wgsl, wgsl_jacobi
 
-__all__ = ["launch", "on_device", "MAX_N"]
+__all__ = ["launch", "on_device", "MAX_N", "MAX_RHS"]
 
 MAX_N = wgsl.MAX_N
+MAX_RHS = 256  # right-hand sides a solve takes on the device (its loops stay short)
 _MAX_X = 65535
 
 Outs = list[tuple[tuple[int, ...], DType]]

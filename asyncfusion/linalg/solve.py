@@ -23,7 +23,7 @@ from ..tensor import Tensor, broadcast_shapes
 from ..views import broadcast_to
 from .common import Stack, stack_of
 from .host import Arrays, host_op, per_matrix
-from .kernels import launch, on_device
+from .kernels import MAX_RHS, launch, on_device
 from .products import matmul
 
 __all__ = ["inv", "solve", "det", "slogdet", "matrix_power", "SlogdetResult"]
@@ -89,7 +89,7 @@ def solve(x1: Tensor, x2: Tensor, /) -> Tensor:
     a = broadcast_to(s.x.astype(work) if s.x.dtype is not work else s.x, batch + (n, n))
     b = broadcast_to(rhs.astype(work) if rhs.dtype is not work else rhs, batch + (n, k))
     st = Stack(a, batch, int(np.prod(batch, dtype=np.int64)), n, n, dt)
-    if on_device(a, st.count, n) and k > 0:
+    if on_device(a, st.count, n) and 0 < k <= MAX_RHS:
         flat_b = b.reshape(st.count, n, k).contiguous()
         _, out = launch("lu", "solve", (st.flat(), flat_b), (st.count, n, k))
         out = st.give(out, (n, k))
