@@ -52,8 +52,9 @@ async def test_products_match_numpy_on_both_devices(dev, ref, dtype):
                          np.trace(a, offset=k, axis1=-2, axis2=-1), rtol=tol, atol=tol)
         assert_close(await L.outer(tv[0], tv[1]).to_data(), np.outer(v[0], v[1]), rtol=tol)
         assert_close(await L.cross(tv, tw).to_data(), np.cross(v, w), rtol=tol, atol=tol)
-        assert_close(await L.cross(tv.mT, tv, axis=-2).to_data(),
-                     np.cross(v.T, v, axis=-2), rtol=tol, atol=tol)
+        for axis in (-2, 0):
+            assert_close(await L.cross(tv.mT, tv, axis=axis).to_data(),
+                         np.cross(v.T, v, axis=axis), rtol=tol, atol=tol)
         assert_close(await L.tensordot(ta, tb, axes=([0, 2], [0, 1])).to_data(),
                      np.tensordot(a, b, axes=([0, 2], [0, 1])), rtol=tol, atol=tol)
         sq = ta[..., :4]

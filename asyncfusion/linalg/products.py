@@ -168,9 +168,7 @@ def cross(x1: Tensor, x2: Tensor, /, *, axis: int = -1) -> Tensor:
     _numeric(_tensor(x1, "cross"), "cross")
     _numeric(_tensor(x2, "cross"), "cross")
     shape = broadcast_shapes(x1.shape, x2.shape, "cross")
-    if not -len(shape) <= axis < 0:
-        raise AxisError(f"cross: axis {axis} must be negative (counted from the end) and "
-                        f"name an axis of the broadcast shape {shape}")
+    axis = normalize_axis(axis, len(shape), "cross") - len(shape)  # counted from the end
     for x in (x1, x2):
         if x.ndim < -axis or x.shape[axis] != 3:
             raise ShapeError(f"cross: axis {axis} must have size 3 in both operands, got "
