@@ -30,7 +30,8 @@ from ._core.errors import (AsyncFusionError, AxisError, BlockingCallError, DataE
 from .api.indexing import (argsort, gather, index_select, one_hot, sort, stack, take,
                        take_along_axis, topk)
 from .api.interop import asarray, from_dlpack
-from .linalg import matmul, matrix_transpose, tensordot
+from .api import linalg
+from .api.linalg import matmul, matrix_transpose, tensordot
 from .api.manipulation import (broadcast_arrays, broadcast_shapes, count_nonzero,
                            cumulative_prod, cumulative_sum, diff, expand_dims, isin, meshgrid,
                            moveaxis, permute_dims, repeat, reshape, roll, tile, tril, triu,
@@ -71,7 +72,7 @@ __all__ = [
     "tensor", "asarray", "zeros", "ones", "full", "arange", "rand", "randn",
     "where", "minimum", "maximum", "cat", "concat", "elementwise_op",
     "custom_kernel", "KernelCompileError", "resolve", "adopt", "DeviceBuffer",
-    "matmul", "take", "take_along_axis", "gather", "index_select", "stack", "one_hot",
+    "matmul", "linalg", "take", "take_along_axis", "gather", "index_select", "stack", "one_hot",
     "topk", "sort", "argsort", "nonzero",
     "softmax", "log_softmax", "logsumexp", "layer_norm", "gelu", "silu", "clip", "mean",
     "var", "std", "sum", "prod", "max", "min", "any", "all", "argmax", "argmin",

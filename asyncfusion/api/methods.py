@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from types import ModuleType
 
-from .. import linalg
+from . import linalg
 from .._core.dtype import DTypeSpec, as_dtype, check_held
 from ..lazy.record import elementwise
 from ..lazy.tensor import Axes, Operand, Tensor
