@@ -7,14 +7,19 @@ downward only (``_core`` < ``lazy`` < ``extend`` < ``api``)."""
 from __future__ import annotations
 
 import ast
+import inspect
 import operator
+import os
 import pathlib
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import asyncfusion as af
+from asyncfusion.api import elementwise as elementwise_api
 from asyncfusion.api import methods
+from asyncfusion.ops import PRIMITIVES
 
 PACKAGE = pathlib.Path(af.__file__).parent
 
@@ -133,3 +138,23 @@ def test_no_front_end_module_imports_the_package_inside_a_function():
         for path in (PACKAGE / layer).glob("*.py"):
             inner = [mod for mod, nested in _imports(path) if nested]
             assert not inner, f"{layer}/{path.name} imports {inner} inside a function"
+
+
+def test_the_element_wise_stub_is_written_from_the_registry():
+    """``api/elementwise.pyi`` (what type checkers read) is the registry's current text;
+    regenerate it with ASYNCFUSION_REGEN_GOLDEN=1 after adding an op."""
+    path = Path(elementwise_api.__file__).with_suffix(".pyi")
+    if os.environ.get("ASYNCFUSION_REGEN_GOLDEN"):
+        path.write_text(elementwise_api.stub())
+    assert path.read_text() == elementwise_api.stub(), "regenerate elementwise.pyi"
+
+
+def test_every_op_with_a_docstring_is_a_public_function_of_the_package():
+    public = {p.public: p for p in PRIMITIVES.values() if p.doc}
+    assert public and set(public) <= set(af.__all__)
+    for name, p in public.items():
+        fn = getattr(af, name)
+        assert fn.__doc__ == p.doc and fn.__name__ == name
+        assert len(inspect.signature(fn).parameters) == p.arity
+    internal = [p.name for p in PRIMITIVES.values() if not p.doc]
+    assert "cast" in internal and not any(hasattr(af, n) for n in ("cast", "copy"))

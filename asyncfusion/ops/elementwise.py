@@ -2,8 +2,10 @@
 
 An entry says what the op is to every stage but code generation: its arity and dtype
 rule (the front end), its numpy function (the numpy backend, the oracle), its operator
-symbol (error messages), and whether it runs in 64-bit dtypes. How it is written in WGSL
-is its lowering's, in :mod:`asyncfusion.codegen.wgsl.lowering`, under the same name.
+symbol (error messages), whether it runs in 64-bit dtypes, and its public function: the
+name the standard (or numpy) gives it and the docstring (:mod:`asyncfusion.api.elementwise`
+makes one function per entry that has a docstring). How it is written in WGSL is its
+lowering's, in :mod:`asyncfusion.codegen.wgsl.lowering`, under the same name.
 Every element-wise op fuses (its record is an :class:`~asyncfusion.ir.ElementwiseOp`).
 """
 
@@ -30,7 +32,9 @@ class Primitive:
     (bool condition, common dtype of the rest), ``cast`` (dtype given by the op),
     ``integer`` (integers only) and ``bitwise`` (integers or bool), both in the common
     dtype, and ``same`` (the operand's dtype). ``wide``: it also runs in float64 and
-    int64 (WGSL operators, 64-bit builtins, or math written out in float64).
+    int64 (WGSL operators, 64-bit builtins, or math written out in float64). ``doc``:
+    the public function's docstring (empty: no public function, the op is internal);
+    ``api``: its name where it differs from ``name``.
     """
 
     name: str
@@ -39,6 +43,13 @@ class Primitive:
     numpy: Callable[..., np.ndarray]
     symbol: str | None = None
     wide: bool = True
+    doc: str = ""
+    api: str | None = None
+
+    @property
+    def public(self) -> str:
+        """The public function's name."""
+        return self.api or self.name
 
     @property
     def what(self) -> str:
@@ -101,68 +112,99 @@ def _np_reciprocal(a: np.ndarray) -> np.ndarray:
 _np_erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
-def _float(name: str, numpy: Callable[..., np.ndarray], arity: int = 1) -> Primitive:
-    return Primitive(name, arity, "float", numpy)
+def _float(name: str, numpy: Callable[..., np.ndarray], doc: str, arity: int = 1) -> Primitive:
+    return Primitive(name, arity, "float", numpy, doc=doc)
 
 
 for _p in [
-    Primitive("add", 2, "numeric", np.add, "+"),
-    Primitive("sub", 2, "numeric", np.subtract, "-"),
-    Primitive("mul", 2, "numeric", np.multiply, "*"),
-    Primitive("div", 2, "float", np.true_divide, "/"),
-    Primitive("pow", 2, "numeric", _np_pow, "**"),
-    Primitive("floor_divide", 2, "numeric", _np_int_zero(np.floor_divide), "//"),
-    Primitive("remainder", 2, "numeric", _np_int_zero(np.remainder), "%"),
-    Primitive("minimum", 2, "numeric", np.minimum),
-    Primitive("maximum", 2, "numeric", np.maximum),
+    Primitive("add", 2, "numeric", np.add, "+", doc="x1 + x2."),
+    Primitive("sub", 2, "numeric", np.subtract, "-", doc="x1 - x2.", api="subtract"),
+    Primitive("mul", 2, "numeric", np.multiply, "*", doc="x1 * x2.", api="multiply"),
+    Primitive("div", 2, "float", np.true_divide, "/", doc="x1 / x2 (float32).", api="divide"),
+    Primitive("pow", 2, "numeric", _np_pow, "**", doc="x1 ** x2 (numpy's special cases)."),
+    Primitive("floor_divide", 2, "numeric", _np_int_zero(np.floor_divide), "//",
+              doc="x1 // x2, rounding toward -infinity (as numpy)."),
+    Primitive("remainder", 2, "numeric", _np_int_zero(np.remainder), "%",
+              doc="x1 % x2 with the sign of x2 (as numpy)."),
+    Primitive("minimum", 2, "numeric", np.minimum,
+              doc="Element-wise minimum; NaN in either gives NaN."),
+    Primitive("maximum", 2, "numeric", np.maximum,
+              doc="Element-wise maximum; NaN in either gives NaN."),
     Primitive("neg", 1, "numeric",
-              lambda a: np.negative(a) if a.dtype.kind != "u" else (a.dtype.type(0) - a), "-x"),
-    Primitive("positive", 1, "numeric", np.positive, "+x"),
-    Primitive("abs", 1, "numeric", lambda a: a if a.dtype.kind == "u" else np.abs(a)),
-    Primitive("square", 1, "numeric", np.square),
-    Primitive("relu", 1, "numeric", lambda a: np.maximum(a, a.dtype.type(0))),
-    Primitive("sign", 1, "numeric", np.sign),
-    Primitive("floor", 1, "numeric", _np_keep_int(np.floor)),
-    Primitive("ceil", 1, "numeric", _np_keep_int(np.ceil)),
-    Primitive("round", 1, "numeric", _np_keep_int(np.round)),
-    Primitive("trunc", 1, "numeric", _np_keep_int(np.trunc)),
-    Primitive("sqrt", 1, "float", np.sqrt),
-    Primitive("rsqrt", 1, "float", lambda a: np.float32(1) / np.sqrt(a)),
-    Primitive("reciprocal", 1, "float", _np_reciprocal),
+              lambda a: np.negative(a) if a.dtype.kind != "u" else (a.dtype.type(0) - a), "-x",
+              doc="-x (unsigned integers wrap).", api="negative"),
+    Primitive("positive", 1, "numeric", np.positive, "+x", doc="+x (a copy)."),
+    Primitive("abs", 1, "numeric", lambda a: a if a.dtype.kind == "u" else np.abs(a),
+              doc="Absolute value."),
+    Primitive("square", 1, "numeric", np.square, doc="x * x."),
+    Primitive("relu", 1, "numeric", lambda a: np.maximum(a, a.dtype.type(0)), doc="max(x, 0)."),
+    Primitive("sign", 1, "numeric", np.sign, doc="-1, 0 or 1 (NaN stays NaN)."),
+    Primitive("floor", 1, "numeric", _np_keep_int(np.floor),
+              doc="Round down (integers unchanged)."),
+    Primitive("ceil", 1, "numeric", _np_keep_int(np.ceil), doc="Round up (integers unchanged)."),
+    Primitive("round", 1, "numeric", _np_keep_int(np.round),
+              doc="Round half to even (integers unchanged)."),
+    Primitive("trunc", 1, "numeric", _np_keep_int(np.trunc),
+              doc="Round toward zero (integers unchanged)."),
+    Primitive("sqrt", 1, "float", np.sqrt, doc="Square root."),
+    Primitive("rsqrt", 1, "float", lambda a: np.float32(1) / np.sqrt(a), doc="1 / sqrt(x)."),
+    Primitive("reciprocal", 1, "float", _np_reciprocal, doc="1 / x (float32)."),
     Primitive("sigmoid", 1, "float", lambda a: np.float32(1) / (np.float32(1) + np.exp(-a)),
-              wide=False),
+              wide=False, doc="1 / (1 + exp(-x))."),
     Primitive("erf", 1, "float", lambda a: _np_erf(a).astype(a.dtype), wide=False),
-    _float("exp", np.exp), _float("expm1", np.expm1),
-    _float("log", np.log), _float("log1p", np.log1p), _float("log2", np.log2),
-    _float("log10", np.log10),
-    _float("sin", np.sin), _float("cos", np.cos), _float("tan", np.tan),
-    _float("asin", np.arcsin), _float("acos", np.arccos), _float("atan", np.arctan),
-    _float("atan2", np.arctan2, 2),
-    _float("sinh", np.sinh), _float("cosh", np.cosh), _float("tanh", np.tanh),
-    _float("asinh", np.arcsinh), _float("acosh", np.arccosh), _float("atanh", np.arctanh),
-    _float("hypot", np.hypot, 2), _float("logaddexp", np.logaddexp, 2),
-    _float("copysign", np.copysign, 2), _float("nextafter", np.nextafter, 2),
-    Primitive("isnan", 1, "predicate", _np_pred(np.isnan, False)),
-    Primitive("isinf", 1, "predicate", _np_pred(np.isinf, False)),
-    Primitive("isfinite", 1, "predicate", _np_pred(np.isfinite, True)),
-    Primitive("signbit", 1, "predicate", np.signbit),
-    Primitive("eq", 2, "compare", np.equal, "=="),
-    Primitive("ne", 2, "compare", np.not_equal, "!="),
-    Primitive("lt", 2, "compare", np.less, "<"),
-    Primitive("le", 2, "compare", np.less_equal, "<="),
-    Primitive("gt", 2, "compare", np.greater, ">"),
-    Primitive("ge", 2, "compare", np.greater_equal, ">="),
-    Primitive("logical_and", 2, "logical", np.logical_and, "&", wide=False),
-    Primitive("logical_or", 2, "logical", np.logical_or, "|", wide=False),
-    Primitive("logical_xor", 2, "logical", np.logical_xor, "^", wide=False),
-    Primitive("logical_not", 1, "logical", np.logical_not, "~", wide=False),
-    Primitive("bitwise_and", 2, "bitwise", np.bitwise_and, "&"),
-    Primitive("bitwise_or", 2, "bitwise", np.bitwise_or, "|"),
-    Primitive("bitwise_xor", 2, "bitwise", np.bitwise_xor, "^"),
-    Primitive("bitwise_invert", 1, "bitwise", np.invert, "~"),
-    Primitive("bitwise_left_shift", 2, "integer", np.left_shift, "<<"),
-    Primitive("bitwise_right_shift", 2, "integer", np.right_shift, ">>"),
-    Primitive("where", 3, "where", lambda c, a, b: np.asarray(np.where(c, a, b))),
+    _float("exp", np.exp, "e ** x."),
+    _float("expm1", np.expm1, "exp(x) - 1, accurate near 0."),
+    _float("log", np.log, "Natural logarithm."),
+    _float("log1p", np.log1p, "log(1 + x), accurate near 0."),
+    _float("log2", np.log2, "Base-2 logarithm (exact at powers of two)."),
+    _float("log10", np.log10, "Base-10 logarithm."),
+    _float("sin", np.sin, "Sine."), _float("cos", np.cos, "Cosine."),
+    _float("tan", np.tan, "Tangent, range-reduced over the whole float32 range."),
+    _float("asin", np.arcsin, "Inverse sine (NaN outside [-1, 1])."),
+    _float("acos", np.arccos, "Inverse cosine (NaN outside [-1, 1])."),
+    _float("atan", np.arctan, "Inverse tangent."),
+    _float("atan2", np.arctan2, "The angle of (x2, x1), with IEEE's signed zeros.", 2),
+    _float("sinh", np.sinh, "Hyperbolic sine."), _float("cosh", np.cosh, "Hyperbolic cosine."),
+    _float("tanh", np.tanh, "Hyperbolic tangent."),
+    _float("asinh", np.arcsinh, "Inverse hyperbolic sine."),
+    _float("acosh", np.arccosh, "Inverse hyperbolic cosine (NaN below 1)."),
+    _float("atanh", np.arctanh, "Inverse hyperbolic tangent (+-inf at +-1)."),
+    _float("hypot", np.hypot, "sqrt(x1**2 + x2**2) without overflow.", 2),
+    _float("logaddexp", np.logaddexp, "log(exp(x1) + exp(x2)) without overflow.", 2),
+    _float("copysign", np.copysign, "|x1| with the sign of x2.", 2),
+    _float("nextafter", np.nextafter, "The next float32 after x1 toward x2.", 2),
+    Primitive("isnan", 1, "predicate", _np_pred(np.isnan, False), doc="Element is NaN."),
+    Primitive("isinf", 1, "predicate", _np_pred(np.isinf, False), doc="Element is +-infinity."),
+    Primitive("isfinite", 1, "predicate", _np_pred(np.isfinite, True),
+              doc="Element is neither NaN nor infinite."),
+    Primitive("signbit", 1, "predicate", np.signbit,
+              doc="Whether the sign bit is set (true for -0.0 and -NaN)."),
+    Primitive("eq", 2, "compare", np.equal, "==", doc="x1 == x2.", api="equal"),
+    Primitive("ne", 2, "compare", np.not_equal, "!=", doc="x1 != x2 (true where either is NaN).",
+              api="not_equal"),
+    Primitive("lt", 2, "compare", np.less, "<", doc="x1 < x2.", api="less"),
+    Primitive("le", 2, "compare", np.less_equal, "<=", doc="x1 <= x2.", api="less_equal"),
+    Primitive("gt", 2, "compare", np.greater, ">", doc="x1 > x2.", api="greater"),
+    Primitive("ge", 2, "compare", np.greater_equal, ">=", doc="x1 >= x2.", api="greater_equal"),
+    Primitive("logical_and", 2, "logical", np.logical_and, "&", wide=False,
+              doc="x1 and x2, for bool tensors."),
+    Primitive("logical_or", 2, "logical", np.logical_or, "|", wide=False,
+              doc="x1 or x2, for bool tensors."),
+    Primitive("logical_xor", 2, "logical", np.logical_xor, "^", wide=False,
+              doc="x1 xor x2, for bool tensors."),
+    Primitive("logical_not", 1, "logical", np.logical_not, "~", wide=False,
+              doc="not x, for bool tensors."),
+    Primitive("bitwise_and", 2, "bitwise", np.bitwise_and, "&", doc="x1 & x2 (integers or bool)."),
+    Primitive("bitwise_or", 2, "bitwise", np.bitwise_or, "|", doc="x1 | x2 (integers or bool)."),
+    Primitive("bitwise_xor", 2, "bitwise", np.bitwise_xor, "^", doc="x1 ^ x2 (integers or bool)."),
+    Primitive("bitwise_invert", 1, "bitwise", np.invert, "~",
+              doc="~x: bit flip (not, for bool)."),
+    Primitive("bitwise_left_shift", 2, "integer", np.left_shift, "<<",
+              doc="x1 << x2; 0 for shifts of 32 or more (as numpy)."),
+    Primitive("bitwise_right_shift", 2, "integer", np.right_shift, ">>",
+              doc="x1 >> x2 (arithmetic for int32); shifts past 31 saturate."),
+    Primitive("where", 3, "where", lambda c, a, b: np.asarray(np.where(c, a, b)),
+              doc="Elements of x1 where condition is true, else of x2 (numpy.where)."),
     Primitive("cast", 1, "cast", lambda a: a),
     Primitive("copy", 1, "same", lambda a: a),
 ]:
