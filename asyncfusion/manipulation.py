@@ -77,9 +77,19 @@ def moveaxis(x: Tensor, source: int | Sequence[int], destination: int | Sequence
     return permute(x, tuple(order))
 
 
-def expand_dims(x: Tensor, /, *, axis: int = 0) -> Tensor:
-    """A new size-1 axis at ``axis`` (a view)."""
-    return unsqueeze(_tensor(x, "expand_dims"), axis)
+def expand_dims(x: Tensor, /, axis: int | Sequence[int] = 0) -> Tensor:
+    """New size-1 axes at ``axis`` (an int or a tuple of positions in the result; a
+    view)."""
+    x = _tensor(x, "expand_dims")
+    if not isinstance(axis, Sequence):
+        return unsqueeze(x, axis)
+    rank = x.ndim + len(axis)
+    new = {normalize_axis(a, rank, "expand_dims") for a in axis}
+    if len(new) != len(axis):
+        raise AxisError(f"expand_dims: axis {tuple(axis)} names a position twice (a "
+                        f"negative position counts from the end of the rank-{rank} result)")
+    rest = iter(x.shape)
+    return view_reshape(x, tuple(1 if d in new else next(rest) for d in range(rank)))
 
 
 def permute_dims(x: Tensor, /, axes: Sequence[int]) -> Tensor:
@@ -94,10 +104,10 @@ def unstack(x: Tensor, /, *, axis: int = 0) -> tuple[Tensor, ...]:
     return tuple(x[(slice(None),) * ax + (i,)] for i in range(x.shape[ax]))
 
 
-def broadcast_arrays(*arrays: Tensor) -> list[Tensor]:
+def broadcast_arrays(*arrays: Tensor) -> tuple[Tensor, ...]:
     """The tensors broadcast to their common shape (views)."""
     shape = broadcast_shapes(*(_tensor(a, "broadcast_arrays").shape for a in arrays))
-    return [broadcast_to(a, shape) for a in arrays]
+    return tuple(broadcast_to(a, shape) for a in arrays)
 
 
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
@@ -117,7 +127,7 @@ def isin(x1: Tensor, x2: Tensor, /, *, invert: bool = False) -> Tensor:
     return ~hit if invert else hit
 
 
-def meshgrid(*arrays: Tensor, indexing: str = "xy") -> list[Tensor]:
+def meshgrid(*arrays: Tensor, indexing: str = "xy") -> tuple[Tensor, ...]:
     """Coordinate grids from 1-D tensors (``"xy"``: Cartesian, ``"ij"``: matrix indexing);
     views of the inputs."""
     if indexing not in ("xy", "ij"):
@@ -135,7 +145,7 @@ def meshgrid(*arrays: Tensor, indexing: str = "xy") -> list[Tensor]:
         dims = [1] * len(arrays)
         dims[pos] = a.shape[0]
         out.append(broadcast_to(reshape(a, tuple(dims)), tuple(shape)))
-    return out
+    return tuple(out)
 
 
 def tile(x: Tensor, repetitions: Sequence[int], /) -> Tensor:
@@ -261,7 +271,9 @@ def vecdot(x1: Tensor, x2: Tensor, /, *, axis: int = -1) -> Tensor:
         raise ShapeError(f"vecdot: axis {axis} has sizes {n1[ax]} and {n2[ax]} in shapes "
                          f"{x1.shape} and {x2.shape}; they must be equal (no broadcasting "
                          "along the reduced axis)")
-    return reduce("sum", x1 * x2, ax)
+    prod = x1 * x2
+    out = reduce("sum", prod, ax)  # int16/uint16 sum in their 32-bit lanes: wrapped back
+    return out if out.dtype is prod.dtype else out.astype(prod.dtype)
 
 
 def _scan(x: Tensor, axis: int | None, dtype: Any, include_initial: bool, op: str,
