@@ -8,6 +8,7 @@ read (``await t.to_data()``), a ``sync``, or a stream growing past its flush thr
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Collection
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ from .dtype import NEEDS, DType, as_dtype, check_held, check_promoted, int_range
 from .errors import (AxisError, BlockingCallError, device_mismatch, DTypeError, LimitError,
                      ShapeError)
 from .ir import CatOp, ElementwiseOp, Layout, ScalarIr, TensorIr, TensorStatus, numel
+from .numpy_protocols import call_function, call_ufunc
 from .primitives import PRIMITIVES, WIDE
 
 __all__ = ["Tensor", "elementwise", "where", "minimum", "maximum", "cat", "concat"]
@@ -223,8 +225,21 @@ class Tensor:
         out = self._read_sync("np.asarray(t)", "np.asarray(await t.to_data())")
         return out if dtype is None else out.astype(dtype, copy=False)
 
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: object,
+                        **kwargs: object) -> object:
+        """numpy ufuncs on tensors: see :mod:`asyncfusion.numpy_protocols` for the rule."""
+        return call_ufunc(Tensor, ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Callable[..., object], types: Collection[type],
+                           args: tuple[object, ...], kwargs: dict[str, object]) -> object:
+        """numpy functions on tensors: see :mod:`asyncfusion.numpy_protocols` for the rule."""
+        return call_function(Tensor, func, args, kwargs)
+
     def __float__(self) -> float:
         return float(self._scalar("float(t)"))
+
+    def __complex__(self) -> complex:
+        return complex(self._scalar("complex(t)"))
 
     def __int__(self) -> int:
         return int(self._scalar("int(t)"))
@@ -268,9 +283,9 @@ class Tensor:
 
     def __array_namespace__(self, *, api_version: str | None = None) -> Any:
         """The ``asyncfusion`` module: the Array API namespace of this tensor."""
-        if api_version not in (None, "2023.12", "2024.12"):
+        if api_version not in (None, "2023.12", "2024.12", "2025.12"):
             raise ValueError(f"__array_namespace__: api_version {api_version!r} is not "
-                             "supported; use None, '2023.12' or '2024.12'")
+                             "supported; use None, '2023.12', '2024.12' or '2025.12'")
         import asyncfusion
         return asyncfusion
 
