@@ -94,3 +94,24 @@ def test_complex_of_a_one_element_tensor():
     assert complex(af.tensor(2.5)) == complex(2.5) and type(complex(af.tensor(1))) is complex
     with pytest.raises(af.ShapeError, match="exactly one element"):
         complex(af.ones(2))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int64", "uint64"])
+async def test_matmul_of_64_bit_dtypes_matches_numpy(dev, dtype):
+    dt = getattr(af, dtype)
+    if dt not in dev.backend.dtypes:
+        pytest.skip(f"this adapter holds no {dtype}")
+    rng = np.random.default_rng(7)
+    if dtype == "float64":
+        a, b = rng.standard_normal((2, 3, 5)), rng.standard_normal((5, 4))
+    else:
+        a, b = (rng.integers(0, 2**40, s).astype(dtype) for s in ((2, 3, 5), (5, 4)))
+    ta, tb = af.tensor(a, dt, device=dev), af.tensor(b, dt, device=dev)
+    for got, want in [(ta @ tb, a @ b), (ta @ tb[:, 0], a @ b[:, 0]),
+                      (ta[0, 0] @ tb, a[0, 0] @ b), (af.matmul(tb.mT, ta.mT), b.T @ a.mT)]:
+        assert got.dtype is dt and got.shape == want.shape
+        out = await got.to_data()
+        if dtype == "float64":
+            np.testing.assert_allclose(out, want, rtol=1e-13)
+        else:
+            np.testing.assert_array_equal(out, want)  # wrapping, as numpy
