@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from .dtype import NEEDS, DType, promote
+from .dtype import DType, promote
 from .errors import AxisError, device_mismatch, DTypeError, ShapeError
 from .ir import MatmulOp
 from .reductions import reduce
@@ -28,8 +28,9 @@ __all__ = ["matmul", "tensordot", "matrix_transpose", "vecdot"]
 
 
 def matmul(a: Any, b: Any) -> Tensor:
-    """The matrix product of ``a`` and ``b`` (numpy.matmul): float32, int32 (wrapping, as
-    numpy) or uint32; mixed operands are promoted as element-wise ops are."""
+    """The matrix product of ``a`` and ``b`` (numpy.matmul) of any numeric dtype (integers
+    wrap, as numpy); mixed operands are promoted as element-wise ops are. 64-bit dtypes
+    run as products and one fused sum over the inner axis, not the tiled kernel."""
     if type(a) is not Tensor or type(b) is not Tensor:
         raise TypeError(f"matmul (@) needs two asyncfusion Tensors, got {type(a).__name__} "
                         f"and {type(b).__name__}; wrap arrays with asyncfusion.tensor()")
@@ -42,10 +43,6 @@ def matmul(a: Any, b: Any) -> Tensor:
     if dtype is DType.bool:
         raise DTypeError("matmul (@) is not defined for bool tensors; cast with "
                          ".astype(asyncfusion.int32) or .astype(asyncfusion.float32) first")
-    if dtype.itemsize == 8:
-        raise DTypeError(f"matmul (@) of {dtype.label} is not available (the tiled kernel is "
-                         "written for 32-bit words); cast with "
-                         f".astype(asyncfusion.{NEEDS[dtype][1].label})")
     if dtype.lane is not dtype:  # int16/uint16: in the 32-bit lane, wrapped once at the end
         return matmul(a.astype(dtype.lane), b.astype(dtype.lane)).astype(dtype)
     if a.dtype is not dtype:
@@ -65,6 +62,8 @@ def matmul(a: Any, b: Any) -> Tensor:
     _check_size(shape, a.device, "matmul (@)", dtype)
     if (a.ndim == 1 or b.ndim == 1) and dtype is not DType.float16:
         return _vector_product(a, b)
+    if dtype.itemsize == 8:  # the tiled kernel holds 32-bit words: products, one fused sum
+        return reduce("sum", va.unsqueeze(-1) * vb.unsqueeze(-3), -2)
     out = Tensor(shape, dtype, a.device)
     out_ir = out.out_ir()
     a.device.register(MatmulOp(va.ir(), vb.ir(), out_ir), (va.id, vb.id), out_ir)
