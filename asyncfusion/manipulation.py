@@ -166,19 +166,23 @@ def tile(x: Tensor, repetitions: Sequence[int], /) -> Tensor:
 def repeat(x: Tensor, repeats: int | Sequence[int] | Tensor, /, *, axis: int | None = None
            ) -> Tensor:
     """Each element repeated ``repeats`` times along ``axis`` (``x`` flattened when None);
-    ``repeats`` an int or one int per element (host values: a tensor of counts would make
-    the output shape depend on data, so read it first)."""
+    ``repeats`` an int or one int per element. The output shape depends on the counts, so
+    a tensor of counts is read first: a blocking read, refused inside an event loop (pass
+    ``(await repeats.to_data()).tolist()`` there)."""
     x = _tensor(x, "repeat")
     if isinstance(repeats, Tensor):
-        raise TypeError("repeat: repeats must be an int or a list of ints known on the host "
-                        "(the output shape depends on them); read the tensor first with "
-                        "'await repeats.to_data()'")
+        if not repeats.dtype.is_int or repeats.ndim > 1:
+            raise TypeError(f"repeat: a tensor of repeats must be 0-d or 1-d with an integer "
+                            f"dtype, not shape {repeats.shape} {repeats.dtype.label}")
+        held = repeats._read_sync("repeat(x, repeats)",
+                                  "repeat(x, (await repeats.to_data()).tolist())")
+    else:
+        held = np.asarray(repeats)
     if axis is None:
         x, axis = reshape(x, (-1,)), 0
     ax = normalize_axis(axis, x.ndim, "repeat")
     n = x.shape[ax]
-    counts = [int(repeats)] * n if isinstance(repeats, (int, np.integer)) else \
-        [int(r) for r in repeats]
+    counts = [int(held)] * n if held.ndim == 0 else [int(r) for r in held]
     if len(counts) != n or any(c < 0 for c in counts):
         raise ShapeError(f"repeat: repeats must be a non-negative int or {n} of them (axis "
                          f"{ax} of shape {x.shape}), got {repeats!r}")

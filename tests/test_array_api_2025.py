@@ -115,3 +115,19 @@ async def test_matmul_of_64_bit_dtypes_matches_numpy(dev, dtype):
             np.testing.assert_allclose(out, want, rtol=1e-13)
         else:
             np.testing.assert_array_equal(out, want)  # wrapping, as numpy
+
+
+def test_repeat_reads_a_tensor_of_counts_outside_an_event_loop():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    got = af.repeat(af.tensor(x), af.tensor([2, 0, 1], dtype=af.int16), axis=1)
+    np.testing.assert_array_equal(got.numpy(), np.repeat(x, [2, 0, 1], axis=1))
+    np.testing.assert_array_equal(af.repeat(af.tensor(x), af.tensor(2)).numpy(),
+                                  np.repeat(x, 2))
+
+
+async def test_repeat_with_a_tensor_of_counts_inside_a_loop_names_the_await(dev):
+    counts = af.tensor([1, 2], device=dev)
+    with pytest.raises(af.BlockingCallError, match=r"await repeats.to_data\(\)"):
+        af.repeat(af.ones(2, device=dev), counts)
+    got = af.repeat(af.ones(2, device=dev), (await counts.to_data()).tolist())
+    np.testing.assert_array_equal(await got.to_data(), np.ones(3, np.float32))
