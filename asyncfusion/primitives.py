@@ -300,7 +300,14 @@ fn af_pow_i32(a: i32, b: i32) -> i32 {
   return bitcast<i32>(af_pow_u32(bitcast<u32>(a), u32(b)));
 }
 """, ("f32", "i32", "u32"), 2),
-    "af_floordiv": ("""fn af_floordiv_f32(a: f32, b: f32) -> f32 { return af_divmod_f32(a, b).x; }
+    "af_floordiv": ("""fn af_floordiv_f32(a: f32, b: f32) -> f32 {
+  let xa = bitcast<u32>(a) & 0x7fffffffu;
+  let xb = bitcast<u32>(b) & 0x7fffffffu;
+  if ((xa == 0x7f800000u && xb < 0x7f800000u && xb != 0u) || (xa < 0x7f800000u && xb == 0x7f800000u)) {
+    return a / b;  // the standard's infinite cases: +-inf, or a zero of the quotient's sign
+  }
+  return af_divmod_f32(a, b).x;
+}
 fn af_floordiv_i32(a: i32, b: i32) -> i32 {
   if (b == 0) { return 0; }
   let q = a / b;
@@ -447,7 +454,13 @@ fn af_rem_u64(a: u64, b: u64) -> u64 { return select(a % b, 0lu, b == 0lu); }
 HELPERS_F64: dict[str, str] = {"af_divmod": _divmod(
     "f64", "u64", "lu", 52, 10,
     "select(firstLeadingBit(u32(r)), 32u + firstLeadingBit(u32(r >> 32u)), (r >> 32u) != 0lu)"
-) + """fn af_floordiv_f64(a: f64, b: f64) -> f64 { return af_divmod_f64(a, b).x; }
+) + """fn af_floordiv_f64(a: f64, b: f64) -> f64 {
+  let xa = bitcast<u64>(a) & 0x7ffffffffffffffflu;
+  let xb = bitcast<u64>(b) & 0x7ffffffffffffffflu;
+  let inf = 0x7ff0000000000000lu;
+  if ((xa == inf && xb < inf && xb != 0lu) || (xa < inf && xb == inf)) { return a / b; }
+  return af_divmod_f64(a, b).x;
+}
 fn af_rem_f64(a: f64, b: f64) -> f64 { return af_divmod_f64(a, b).y; }
 """}
 
@@ -481,6 +494,18 @@ def _np_int_zero(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     return run
 
 
+def _np_floor_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """numpy's floor_divide, but the standard's answers where one operand is infinite and
+    the other finite (a non-zero divisor): ``inf // 2`` is inf and ``1 // -inf`` is -0
+    (numpy's divmod gives NaN and -1), the quotient ``a / b`` itself."""
+    q = _np_int_zero(np.floor_divide)(a, b)
+    if a.dtype.kind != "f":
+        return q
+    with np.errstate(all="ignore"):
+        edge = (np.isinf(a) & np.isfinite(b) & (b != 0)) | (np.isfinite(a) & np.isinf(b))
+        return np.asarray(np.where(edge, a / b, q))
+
+
 def _np_keep_int(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     return lambda a: fn(a) if a.dtype.kind == "f" else a
 
@@ -500,7 +525,7 @@ for _p in [
     # float64 pow calls mathlib64's exp and log cores (helpers that exist in float64 only)
     Primitive("pow", 2, "numeric", "Powf", _np_pow, _fn("af_pow"), "**",
               ("af_pow", "af_exp_dd", "af_log_dd", "af_dd")),
-    Primitive("floor_divide", 2, "numeric", "FloorDiv", _np_int_zero(np.floor_divide),
+    Primitive("floor_divide", 2, "numeric", "FloorDiv", _np_floor_divide,
               _fn("af_floordiv"), "//", ("af_floordiv", "af_divmod")),
     Primitive("remainder", 2, "numeric", "Remainder", _np_int_zero(np.remainder),
               _fn("af_rem"), "%", ("af_rem", "af_divmod")),
