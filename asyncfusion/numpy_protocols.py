@@ -10,10 +10,12 @@ function of that name where there is one (recorded on the device, then ``await
 result.to_data()``), else numpy on ``await t.to_data()``. ``np.asarray(t)`` (``__array__``)
 follows the same rule.
 
-Python operators stay asyncfusion's: numpy hands ``np.float32(2) * t`` to the tensor as the
-ufunc call ``np.multiply(np.float32(2), t)`` (a comparison as ``np.less(np.array(2.0), t)``);
-a numpy scalar (or 0-d array) on the left of an operator records the tensor op, as a
-Python scalar does, on the loop or off it.
+Python operators stay asyncfusion's, whichever side the tensor is on: numpy hands
+``np.float32(2) * t`` and ``arr + t`` to the tensor as the ufunc calls
+``np.multiply(np.float32(2), t)`` and ``np.add(arr, t)`` (a comparison with a 0-d array
+for the scalar), and the tensor answers them with its reflected operator: a numpy scalar
+records the op as a Python scalar does, an array is refused as by ``t + arr`` (wrap it
+with ``af.asarray``).
 """
 
 from __future__ import annotations
@@ -67,21 +69,17 @@ _Args = tuple[object, ...]
 
 def call_ufunc(kind: type[T], ufunc: np.ufunc, method: str, inputs: _Args,
                kwargs: Mapping[str, object]) -> object:
-    """``Tensor.__array_ufunc__``: the operator for a numpy scalar on the left, else the
-    ufunc run on the tensors' values (outside an event loop only)."""
+    """``Tensor.__array_ufunc__``: the tensor's operator for ``left op t``, else the ufunc
+    run on the tensors' values (outside an event loop only)."""
     if (method == "__call__" and not kwargs and len(inputs) == 2 and ufunc in _REFLECTED
-            and type(inputs[1]) is kind and _numpy_scalar(inputs[0])):
+            and type(inputs[1]) is kind and type(inputs[0]) is not kind):
         op: Callable[[object], object] = getattr(inputs[1], _REFLECTED[ufunc])
-        return op(np.asarray(inputs[0])[()])
+        left = inputs[0]
+        return op(left[()] if isinstance(left, np.ndarray) and left.ndim == 0 else left)
     call = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
     name = ufunc.__name__ if method == "__call__" else None
     args, kw = _on_host(kind, call, name, inputs, kwargs)
     return getattr(ufunc, method)(*args, **kw)
-
-
-def _numpy_scalar(value: object) -> bool:
-    """A numpy scalar, or the 0-d array numpy makes of one for a comparison."""
-    return isinstance(value, np.generic) or (isinstance(value, np.ndarray) and value.ndim == 0)
 
 
 def call_function(kind: type[T], func: Callable[..., object], args: _Args,

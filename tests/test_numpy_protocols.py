@@ -1,7 +1,7 @@
 """numpy functions and ufuncs on tensors follow one rule (``asyncfusion.numpy_protocols``):
 outside an event loop they read the tensors and run numpy; inside one every one of them
-raises BlockingCallError naming the awaitable; a numpy scalar on the left of an operator
-records the tensor op either way.
+raises BlockingCallError naming the awaitable; operators stay the tensor's, with a numpy
+scalar or array on either side.
 """
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ CALLS = [
     (lambda t: np.add(t, 1.0), lambda x: np.add(x, 1.0), "af.add"),
     (lambda t: np.concatenate([t, t]), lambda x: np.concatenate([x, x]), "af.concat"),
     (lambda t: np.where(t > 0, t, 0), None, "af.where"),
-    (lambda t: np.ones((2, 3), np.float32) + t, lambda x: np.ones((2, 3), np.float32) + x,
-     "af.add"),
+    (lambda t: np.add(t, np.ones((2, 3), np.float32)),
+     lambda x: np.add(x, np.ones((2, 3), np.float32)), "af.add"),
     (lambda t: np.add.reduce(t, axis=1), lambda x: np.add.reduce(x, axis=1), None),
     (lambda t: np.linalg.norm(t), lambda x: np.linalg.norm(x), None),
 ]
 IDS = ["sum", "mean", "std", "max", "exp", "absolute", "add", "concatenate", "where",
-       "ndarray+t", "add.reduce", "linalg.norm"]
+       "add(t,ndarray)", "add.reduce", "linalg.norm"]
 
 
 @pytest.mark.parametrize("call, oracle, _", CALLS, ids=IDS)
@@ -72,6 +72,15 @@ def test_a_numpy_scalar_on_the_left_records_the_operator():
     i = af.tensor([1, 2, 3], dtype=af.int32)
     shifted = np.int32(1) << i
     assert isinstance(shifted, af.Tensor) and shifted.tolist() == [2, 4, 8]
+
+
+def test_an_array_on_the_left_of_an_operator_is_refused_as_on_the_right():
+    t = af.tensor(X)
+    for op in (lambda a, b: a + b, lambda a, b: a * b, lambda a, b: a < b):
+        with pytest.raises(TypeError, match="wrap arrays"):
+            op(t, X)
+        with pytest.raises(TypeError, match="wrap arrays"):
+            op(X, t)
 
 
 # numpy 2.4 keeps a reference to a ufunc.reduce operand whose __array_ufunc__ raised
