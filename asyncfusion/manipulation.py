@@ -118,13 +118,26 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     return out
 
 
-def isin(x1: Tensor, x2: Tensor, /, *, invert: bool = False) -> Tensor:
+def isin(x1: Tensor | int, x2: Tensor | int, /, *, invert: bool = False) -> Tensor:
     """Whether each element of ``x1`` occurs in ``x2`` (one fused comparison and any-
-    reduction over x1.size * x2.size pairs)."""
-    _tensor(x1, "isin")
-    _tensor(x2, "isin")
-    hit = reduce("any", unsqueeze(x1, -1) == reshape(x2, (-1,)), -1)
+    reduction over x1.size * x2.size pairs). Either (not both) may be a Python int: an int
+    ``x1`` gives a 0-d result, an int ``x2`` an element-wise comparison."""
+    if not isinstance(x1, Tensor) and not isinstance(x2, Tensor):
+        raise TypeError(f"isin: at least one of x1 and x2 must be an asyncfusion Tensor, got "
+                        f"{type(x1).__name__} and {type(x2).__name__}")
+    if not isinstance(x2, Tensor):
+        hit = elementwise("eq", x1, _int(x2, "isin: x2"))
+    elif not isinstance(x1, Tensor):
+        hit = reduce("any", elementwise("eq", x2, _int(x1, "isin: x1")), None)
+    else:
+        hit = reduce("any", unsqueeze(x1, -1) == reshape(x2, (-1,)), -1)
     return ~hit if invert else hit
+
+
+def _int(v: object, what: str) -> int:
+    if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+        raise TypeError(f"{what} must be a tensor or a Python int, not {type(v).__name__}")
+    return int(v)
 
 
 def meshgrid(*arrays: Tensor, indexing: str = "xy") -> tuple[Tensor, ...]:

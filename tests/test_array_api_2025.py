@@ -131,3 +131,17 @@ async def test_repeat_with_a_tensor_of_counts_inside_a_loop_names_the_await(dev)
         af.repeat(af.ones(2, device=dev), counts)
     got = af.repeat(af.ones(2, device=dev), (await counts.to_data()).tolist())
     np.testing.assert_array_equal(await got.to_data(), np.ones(3, np.float32))
+
+
+async def test_isin_takes_a_python_int_on_either_side(dev):
+    x = np.array([[3, 0, 7], [7, 1, 3]], dtype=np.uint16)
+    t = af.tensor(x, device=dev)
+    for got, want in [(af.isin(t, 7), np.isin(x, 7)), (af.isin(t, 2), np.isin(x, 2)),
+                      (af.isin(t, 3, invert=True), np.isin(x, 3, invert=True)),
+                      (af.isin(1, t), np.isin(1, x)), (af.isin(5, t), np.isin(5, x))]:
+        assert got.dtype is af.bool and got.shape == want.shape
+        np.testing.assert_array_equal(await got.to_data(), want)
+    with pytest.raises(TypeError, match="at least one of x1 and x2"):
+        af.isin(1, 2)
+    with pytest.raises(TypeError, match="a tensor or a Python int"):
+        af.isin(t, 1.5)
