@@ -54,7 +54,7 @@ from .api.sets import (UniqueAllResult, UniqueCountsResult, UniqueInverseResult,
 from ._debug import IntermediateKeptWarning
 
 __version__ = "0.1.0"
-__array_api_version__ = "2024.12"
+__array_api_version__ = "2025.12"
 bool = bool_  # noqa: A001 - the Array API's name of the bool dtype
 
 __all__ = [

@@ -76,7 +76,7 @@ def test_integer_array_index_errors():
 
 def test_namespace_names():
     assert af.bool is af.bool_ and repr(af.bool) == "asyncfusion.bool"
-    assert af.__array_api_version__ == "2024.12"
+    assert af.__array_api_version__ == "2025.12"
     assert af.isdtype(af.bool, "bool")
     assert af.asarray(np.array([True])).dtype == af.bool
 

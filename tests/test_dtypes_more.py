@@ -256,7 +256,7 @@ async def test_refusals_name_what_to_use(dev, monkeypatch):
     w = af.tensor([1, 2], af.uint64, device=dev)
     i16, u32 = af.tensor(np.array([1, 2], np.int16), device=dev), af.tensor([1, 2], af.uint32,
                                                                             device=dev)
-    assert (await (w @ w).to_data()) == 5  # 64-bit matmul: a fused product-sum
+    assert (w @ w).dtype is af.uint64 and int((await (w @ w).to_data())) == 5
     with pytest.raises(af.DTypeError, match=r"uint64 and int16 have no common integer type"):
         w + i16
     # int16 * uint32 is int64 where the adapter holds it, else refused naming casts
@@ -286,7 +286,7 @@ async def test_namespace_info_and_iinfo(dev, ref):
     info = af.__array_namespace_info__()
     for d in (dev, ref):
         held = d.backend.dtypes
-        assert set(info.dtypes(device=d)) == {dt.label for dt in held}
+        assert set(info.dtypes(device=d)) == {dt.label for dt in held} - {"float16"}
         assert {af.int16, af.uint16} <= held  # no adapter feature needed
         assert info.dtypes(device=d, kind="unsigned integer") == {
             dt.label: dt for dt in (af.uint16, af.uint32, af.uint64) if dt in held}

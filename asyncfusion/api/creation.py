@@ -142,13 +142,13 @@ def full(shape: ShapeLike, fill_value: Scalar, dtype: DTypeSpec | None = None, *
 def zeros(shape: ShapeLike, dtype: DTypeSpec = DType.float32, *, device: Device | None = None) -> Tensor:
     """A tensor of ``shape`` filled with 0 (give the shape as one tuple: ``zeros((2, 3))``)."""
     _one_shape("zeros", shape, dtype)
-    return full(shape, 0, dtype, device=device)
+    return full(shape, 0, DType.float32 if dtype is None else dtype, device=device)
 
 
 def ones(shape: ShapeLike, dtype: DTypeSpec = DType.float32, *, device: Device | None = None) -> Tensor:
     """A tensor of ``shape`` filled with 1 (give the shape as one tuple: ``ones((2, 3))``)."""
     _one_shape("ones", shape, dtype)
-    return full(shape, 1, dtype, device=device)
+    return full(shape, 1, DType.float32 if dtype is None else dtype, device=device)
 
 
 def _one_shape(name: str, shape: ShapeLike, dtype: DTypeSpec) -> None:

@@ -79,9 +79,19 @@ def moveaxis(x: Tensor, source: int | Sequence[int], destination: int | Sequence
     return permute(x, tuple(order))
 
 
-def expand_dims(x: Tensor, /, *, axis: int = 0) -> Tensor:
-    """A new size-1 axis at ``axis`` (a view)."""
-    return unsqueeze(_tensor(x, "expand_dims"), axis)
+def expand_dims(x: Tensor, /, axis: int | Sequence[int] = 0) -> Tensor:
+    """New size-1 axes at ``axis`` (an int or a tuple of positions in the result; a
+    view)."""
+    x = _tensor(x, "expand_dims")
+    if not isinstance(axis, Sequence):
+        return unsqueeze(x, axis)
+    rank = x.ndim + len(axis)
+    new = {normalize_axis(a, rank, "expand_dims") for a in axis}
+    if len(new) != len(axis):
+        raise AxisError(f"expand_dims: axis {tuple(axis)} names a position twice (a "
+                        f"negative position counts from the end of the rank-{rank} result)")
+    rest = iter(x.shape)
+    return view_reshape(x, tuple(1 if d in new else next(rest) for d in range(rank)))
 
 
 def permute_dims(x: Tensor, /, axes: Sequence[int]) -> Tensor:
@@ -96,10 +106,10 @@ def unstack(x: Tensor, /, *, axis: int = 0) -> tuple[Tensor, ...]:
     return tuple(x[(slice(None),) * ax + (i,)] for i in range(x.shape[ax]))
 
 
-def broadcast_arrays(*arrays: Tensor) -> list[Tensor]:
+def broadcast_arrays(*arrays: Tensor) -> tuple[Tensor, ...]:
     """The tensors broadcast to their common shape (views)."""
     shape = broadcast_shapes(*(_tensor(a, "broadcast_arrays").shape for a in arrays))
-    return [broadcast_to(a, shape) for a in arrays]
+    return tuple(broadcast_to(a, shape) for a in arrays)
 
 
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
@@ -110,16 +120,29 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     return out
 
 
-def isin(x1: Tensor, x2: Tensor, /, *, invert: bool = False) -> Tensor:
+def isin(x1: Tensor | int, x2: Tensor | int, /, *, invert: bool = False) -> Tensor:
     """Whether each element of ``x1`` occurs in ``x2`` (one fused comparison and any-
-    reduction over x1.size * x2.size pairs)."""
-    _tensor(x1, "isin")
-    _tensor(x2, "isin")
-    hit = reduce("any", unsqueeze(x1, -1) == reshape(x2, (-1,)), -1)
+    reduction over x1.size * x2.size pairs). Either (not both) may be a Python int: an int
+    ``x1`` gives a 0-d result, an int ``x2`` an element-wise comparison."""
+    if not isinstance(x1, Tensor) and not isinstance(x2, Tensor):
+        raise TypeError(f"isin: at least one of x1 and x2 must be an asyncfusion Tensor, got "
+                        f"{type(x1).__name__} and {type(x2).__name__}")
+    if not isinstance(x2, Tensor):
+        hit = elementwise("eq", x1, _int(x2, "isin: x2"))
+    elif not isinstance(x1, Tensor):
+        hit = reduce("any", elementwise("eq", x2, _int(x1, "isin: x1")), None)
+    else:
+        hit = reduce("any", unsqueeze(x1, -1) == reshape(x2, (-1,)), -1)
     return ~hit if invert else hit
 
 
-def meshgrid(*arrays: Tensor, indexing: str = "xy") -> list[Tensor]:
+def _int(v: object, what: str) -> int:
+    if not isinstance(v, (int, np.integer)) or isinstance(v, bool):
+        raise TypeError(f"{what} must be a tensor or a Python int, not {type(v).__name__}")
+    return int(v)
+
+
+def meshgrid(*arrays: Tensor, indexing: str = "xy") -> tuple[Tensor, ...]:
     """Coordinate grids from 1-D tensors (``"xy"``: Cartesian, ``"ij"``: matrix indexing);
     views of the inputs."""
     if indexing not in ("xy", "ij"):
@@ -137,7 +160,7 @@ def meshgrid(*arrays: Tensor, indexing: str = "xy") -> list[Tensor]:
         dims = [1] * len(arrays)
         dims[pos] = a.shape[0]
         out.append(broadcast_to(reshape(a, tuple(dims)), tuple(shape)))
-    return out
+    return tuple(out)
 
 
 def tile(x: Tensor, repetitions: Sequence[int], /) -> Tensor:
@@ -158,19 +181,23 @@ def tile(x: Tensor, repetitions: Sequence[int], /) -> Tensor:
 def repeat(x: Tensor, repeats: int | Sequence[int] | Tensor, /, *, axis: int | None = None
            ) -> Tensor:
     """Each element repeated ``repeats`` times along ``axis`` (``x`` flattened when None);
-    ``repeats`` an int or one int per element (host values: a tensor of counts would make
-    the output shape depend on data, so read it first)."""
+    ``repeats`` an int or one int per element. The output shape depends on the counts, so
+    a tensor of counts is read first: a blocking read, refused inside an event loop (pass
+    ``(await repeats.to_data()).tolist()`` there)."""
     x = _tensor(x, "repeat")
     if isinstance(repeats, Tensor):
-        raise TypeError("repeat: repeats must be an int or a list of ints known on the host "
-                        "(the output shape depends on them); read the tensor first with "
-                        "'await repeats.to_data()'")
+        if not repeats.dtype.is_int or repeats.ndim > 1:
+            raise TypeError(f"repeat: a tensor of repeats must be 0-d or 1-d with an integer "
+                            f"dtype, not shape {repeats.shape} {repeats.dtype.label}")
+        held = repeats._read_sync("repeat(x, repeats)",
+                                  "repeat(x, (await repeats.to_data()).tolist())")
+    else:
+        held = np.asarray(repeats)
     if axis is None:
         x, axis = reshape(x, (-1,)), 0
     ax = normalize_axis(axis, x.ndim, "repeat")
     n = x.shape[ax]
-    counts = [int(repeats)] * n if isinstance(repeats, (int, np.integer)) else \
-        [int(r) for r in repeats]
+    counts = [int(held)] * n if held.ndim == 0 else [int(r) for r in held]
     if len(counts) != n or any(c < 0 for c in counts):
         raise ShapeError(f"repeat: repeats must be a non-negative int or {n} of them (axis "
                          f"{ax} of shape {x.shape}), got {repeats!r}")
@@ -263,7 +290,9 @@ def vecdot(x1: Tensor, x2: Tensor, /, *, axis: int = -1) -> Tensor:
         raise ShapeError(f"vecdot: axis {axis} has sizes {n1[ax]} and {n2[ax]} in shapes "
                          f"{x1.shape} and {x2.shape}; they must be equal (no broadcasting "
                          "along the reduced axis)")
-    return reduce("sum", x1 * x2, ax)
+    prod = x1 * x2
+    out = reduce("sum", prod, ax)  # int16/uint16 sum in their 32-bit lanes: wrapped back
+    return out if out.dtype is prod.dtype else out.astype(prod.dtype)
 
 
 def _scan(x: Tensor, axis: int | None, dtype: Any, include_initial: bool, op: str,

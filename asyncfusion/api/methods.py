@@ -149,8 +149,8 @@ def attach(namespace: ModuleType) -> None:
 
     def __array_namespace__(self: Tensor, *, api_version: str | None = None) -> ModuleType:
         """The ``asyncfusion`` module: the Array API namespace of this tensor."""
-        if api_version not in (None, "2023.12", "2024.12"):
+        if api_version not in (None, "2023.12", "2024.12", "2025.12"):
             raise ValueError(f"__array_namespace__: api_version {api_version!r} is not "
-                             "supported; use None, '2023.12' or '2024.12'")
+                             "supported; use None, '2023.12', '2024.12' or '2025.12'")
         return namespace
     Tensor.__array_namespace__ = __array_namespace__  # type: ignore[method-assign]

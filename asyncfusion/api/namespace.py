@@ -170,8 +170,8 @@ class ArrayNamespaceInfo:
     def default_device(self) -> Device:
         return default_device()
 
-    def devices(self) -> list[Device]:
-        return [self.default_device()]
+    def devices(self) -> tuple[Device, ...]:
+        return (self.default_device(),)
 
     def default_dtypes(self, *, device: Device | None = None) -> dict[str, DType | None]:
         """float32 and int32 (no complex dtype: ``None``), on every device: int64 is not
@@ -180,11 +180,14 @@ class ArrayNamespaceInfo:
                 "integral": DType.int32, "indexing": DType.int32}
 
     def dtypes(self, *, device: Device | None = None, kind: Kind = None) -> dict[str, DType]:
-        """The dtypes ``device`` (the default device) holds, optionally of one ``kind``:
-        float16 only where its adapter has ``shader-f16``, float64 where it has
-        ``shader-f64`` and ``shader-int64``, int64 and uint64 where it has ``shader-int64``."""
+        """The standard's dtypes ``device`` (the default device) holds, optionally of one
+        ``kind``: float64 where its adapter has ``shader-f64`` and ``shader-int64``, int64
+        and uint64 where it has ``shader-int64``. float16 is not a dtype of the standard, so
+        it is never listed (``asyncfusion.float16`` exists where the adapter has
+        ``shader-f16``)."""
         held = (self.default_device() if device is None else as_device(device)).backend.dtypes
-        return {d.label: d for d in DType if d in held and (kind is None or isdtype(d, kind))}
+        return {d.label: d for d in DType if d in held and d is not DType.float16
+                and (kind is None or isdtype(d, kind))}
 
 
 def __array_namespace_info__() -> ArrayNamespaceInfo:  # noqa: N807 - the standard's name

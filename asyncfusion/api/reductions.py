@@ -270,9 +270,9 @@ def silu(x: Tensor) -> Tensor:
 
 
 def clip(x: Tensor, min: Tensor | Scalar | None = None, max: Tensor | Scalar | None = None) -> Tensor:  # noqa: A002 - numpy's names
-    """Limit values to [min, max] (either may be None)."""
+    """Limit values to [min, max] (either or both may be None: no bound on that side)."""
     if min is None and max is None:
-        raise ValueError("clip: give min, max or both")
+        return elementwise("copy", x)
     y = x
     if min is not None:
         y = elementwise("maximum", y, min)

@@ -13,7 +13,7 @@ declarations under ``TYPE_CHECKING`` below give them their types.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from types import EllipsisType, ModuleType
 from typing import TYPE_CHECKING, NoReturn, SupportsIndex
 
@@ -24,6 +24,7 @@ from .._core.dtype import DType, DTypeSpec
 from .._core.errors import BlockingCallError, ShapeError
 from .._core.tracebacks import clear_read_frames
 from .._debug import in_event_loop
+from .numpy_protocols import call_function, call_ufunc
 from ..engine.memory import Poison
 from ..ir import Layout, TensorIr, TensorStatus, numel
 
@@ -181,6 +182,21 @@ class Tensor:
                              "converting it always copies; use copy=None or copy=True")
         out = self._read_sync("np.asarray(t)", "np.asarray(await t.to_data())")
         return out if dtype is None else out.astype(dtype, copy=False)
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: object,
+                        **kwargs: object) -> object:
+        """numpy ufuncs on tensors: see :mod:`asyncfusion.lazy.numpy_protocols` for the
+        rule."""
+        return call_ufunc(Tensor, ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Callable[..., object], types: Collection[type],
+                           args: tuple[object, ...], kwargs: dict[str, object]) -> object:
+        """numpy functions on tensors: see :mod:`asyncfusion.lazy.numpy_protocols` for the
+        rule."""
+        return call_function(Tensor, func, args, kwargs)
+
+    def __complex__(self) -> complex:
+        return complex(self._scalar("complex(t)"))
 
     def __float__(self) -> float:
         return float(self._scalar("float(t)"))

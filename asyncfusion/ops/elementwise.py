@@ -97,6 +97,18 @@ def _np_int_zero(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     return run
 
 
+def _np_floor_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """numpy's floor_divide, but the standard's answers where one operand is infinite and
+    the other finite (a non-zero divisor): ``inf // 2`` is inf and ``1 // -inf`` is -0
+    (numpy's divmod gives NaN and -1), the quotient ``a / b`` itself."""
+    q = _np_int_zero(np.floor_divide)(a, b)
+    if a.dtype.kind != "f":
+        return q
+    with np.errstate(all="ignore"):
+        edge = (np.isinf(a) & np.isfinite(b) & (b != 0)) | (np.isfinite(a) & np.isinf(b))
+        return np.asarray(np.where(edge, a / b, q))
+
+
 def _np_keep_int(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
     return lambda a: fn(a) if a.dtype.kind == "f" else a
 
@@ -122,7 +134,7 @@ for _p in [
     Primitive("mul", 2, "numeric", np.multiply, "*", doc="x1 * x2.", api="multiply"),
     Primitive("div", 2, "float", np.true_divide, "/", doc="x1 / x2 (float32).", api="divide"),
     Primitive("pow", 2, "numeric", _np_pow, "**", doc="x1 ** x2 (numpy's special cases)."),
-    Primitive("floor_divide", 2, "numeric", _np_int_zero(np.floor_divide), "//",
+    Primitive("floor_divide", 2, "numeric", _np_floor_divide, "//",
               doc="x1 // x2, rounding toward -infinity (as numpy)."),
     Primitive("remainder", 2, "numeric", _np_int_zero(np.remainder), "%",
               doc="x1 % x2 with the sign of x2 (as numpy)."),

@@ -81,7 +81,14 @@ fn af_pow_i32(a: i32, b: i32) -> i32 {
   return bitcast<i32>(af_pow_u32(bitcast<u32>(a), u32(b)));
 }
 """, ("f32", "i32", "u32"), 2),
-    "af_floordiv": ("""fn af_floordiv_f32(a: f32, b: f32) -> f32 { return af_divmod_f32(a, b).x; }
+    "af_floordiv": ("""fn af_floordiv_f32(a: f32, b: f32) -> f32 {
+  let xa = bitcast<u32>(a) & 0x7fffffffu;
+  let xb = bitcast<u32>(b) & 0x7fffffffu;
+  if ((xa == 0x7f800000u && xb < 0x7f800000u && xb != 0u) || (xa < 0x7f800000u && xb == 0x7f800000u)) {
+    return a / b;  // the standard's infinite cases: +-inf, or a zero of the quotient's sign
+  }
+  return af_divmod_f32(a, b).x;
+}
 fn af_floordiv_i32(a: i32, b: i32) -> i32 {
   if (b == 0) { return 0; }
   let q = a / b;
@@ -215,6 +222,12 @@ fn af_rem_u64(a: u64, b: u64) -> u64 { return select(a % b, 0lu, b == 0lu); }
 ARITH_F64: dict[str, str] = {"af_divmod": _divmod(
     "f64", "u64", "lu", 52, 10,
     "select(firstLeadingBit(u32(r)), 32u + firstLeadingBit(u32(r >> 32u)), (r >> 32u) != 0lu)"
-) + """fn af_floordiv_f64(a: f64, b: f64) -> f64 { return af_divmod_f64(a, b).x; }
+) + """fn af_floordiv_f64(a: f64, b: f64) -> f64 {
+  let xa = bitcast<u64>(a) & 0x7ffffffffffffffflu;
+  let xb = bitcast<u64>(b) & 0x7ffffffffffffffflu;
+  let inf = 0x7ff0000000000000lu;
+  if ((xa == inf && xb < inf && xb != 0lu) || (xa < inf && xb == inf)) { return a / b; }
+  return af_divmod_f64(a, b).x;
+}
 fn af_rem_f64(a: f64, b: f64) -> f64 { return af_divmod_f64(a, b).y; }
 """}
