@@ -161,6 +161,7 @@ for _p in [
     Primitive("sqrt", 1, "float", np.sqrt, doc="Square root."),
     Primitive("rsqrt", 1, "float", lambda a: np.float32(1) / np.sqrt(a), doc="1 / sqrt(x)."),
     Primitive("reciprocal", 1, "float", _np_reciprocal, doc="1 / x (float32)."),
+    Primitive("deg2rad", 1, "float", np.deg2rad, doc="Degrees to radians: x * (pi / 180)."),
     Primitive("sigmoid", 1, "float", lambda a: np.float32(1) / (np.float32(1) + np.exp(-a)),
               wide=False, doc="1 / (1 + exp(-x))."),
     Primitive("erf", 1, "float", lambda a: _np_erf(a).astype(a.dtype), wide=False),

@@ -206,6 +206,7 @@ LOWERINGS: dict[str, Lowering] = {
     "trunc": Lowering(_same(_unary("trunc"))),
     "sqrt": Lowering(_unary("sqrt")),
     "rsqrt": Lowering(lambda a, ty: f"({ty.const('1.0')} / sqrt({a[0]}))"),
+    "deg2rad": Lowering(lambda a, ty: f"({a[0]} * {ty.const('0.017453292519943295')})"),
     "reciprocal": Lowering(lambda a, ty: f"({ty.const('1.0')} / {a[0]})"),
     "sigmoid": Lowering(lambda a, ty: f"({ty.const('1.0')} / ({ty.const('1.0')} + exp(-{a[0]})))"),
     "erf": Lowering(_fn("af_erf"), ("af_erf",)),
