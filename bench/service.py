@@ -292,12 +292,12 @@ def plot(rows: list[dict[str, object]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    rows = [r for r in rows if "kind" not in r and r.get("workers", 1) == 1]
     paths = sorted({str(r["path"]) for r in rows})
     fig, axes = plt.subplots(1, len(paths), figsize=(6 * len(paths), 4), squeeze=False)
     for ax, p in zip(axes[0], paths, strict=True):
         for v in sorted({str(r["variant"]) for r in rows}):
-            pts = [r for r in rows if r["path"] == p and r["variant"] == v
-                   and "kind" not in r and r.get("workers", 1) == 1]
+            pts = [r for r in rows if r["path"] == p and r["variant"] == v]
             ax.plot([r["offered"] for r in pts], [r["p99_ms"] for r in pts], "o-",
                     label=f"{v} p99")
             ax.plot([r["offered"] for r in pts], [r["p50_ms"] for r in pts], "x--",
