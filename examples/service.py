@@ -194,9 +194,11 @@ def _af_app(host: dict[str, np.ndarray], lag: LagMonitor, served: list[int],
             async with svc.admit():
                 yield svc.device()
 
+    # Admission comes first: under overload a request is refused before its body is even
+    # parsed, so refusing costs the event loop next to nothing.
     async def search(request: Request) -> ArrayJSONResponse:
-        q, k = await read_search(request)  # before admission: a bad body takes no slot
         async with device() as dev:
+            q, k = await read_search(request)
             w = weights(dev)
             values, indices = af.topk(w["db"] @ af.tensor(q, device=dev), k)
             v, i = await af.to_data(values, indices)
@@ -204,8 +206,8 @@ def _af_app(host: dict[str, np.ndarray], lag: LagMonitor, served: list[int],
         return ArrayJSONResponse({"indices": i, "scores": v})
 
     async def mlp(request: Request) -> ArrayJSONResponse:
-        x = await read_mlp(request)
         async with device() as dev:
+            x = await read_mlp(request)
             w = weights(dev)
             h = af.relu(af.tensor(x, device=dev) @ w["w1"] + w["b1"])
             probs = await af.softmax(h @ w["w2"] + w["b2"], axis=-1).to_data()
@@ -213,8 +215,8 @@ def _af_app(host: dict[str, np.ndarray], lag: LagMonitor, served: list[int],
         return ArrayJSONResponse({"probs": probs})
 
     async def score(request: Request) -> ArrayJSONResponse:
-        q, k = await read_score(request)
         async with device() as dev:
+            q, k = await read_score(request)
             d = weights(dev)["db"] - af.tensor(q, device=dev)
             values, indices = af.topk(af.exp(-af.sum(d * d, axis=1)), k)
             v, i = await af.to_data(values, indices)
