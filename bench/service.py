@@ -348,17 +348,22 @@ def main() -> None:
     variants = [v for v in args.variants.split(",")
                 if v != "torch" or importlib.util.find_spec("torch") is not None]
     rows: list[dict[str, object]] = []
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(done: bool) -> None:  # after every variant: a cut-short run keeps its rows
+        out.with_suffix(".json").write_text(json.dumps(
+            {"argv": sys.argv[1:], "complete": done, "rows": rows}, indent=1))
+
     for w in (int(x) for x in args.workers.split(",")):
         for v in variants:
             rows += anyio.run(bench_variant, v, args, w)
+            write(False)
     rows += summary(rows)
     for r in rows:
         if r.get("kind") == "ratio":
             print(json.dumps(r), flush=True)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps({"argv": sys.argv[1:], "rows": rows},
-                                                   indent=1))
+    write(True)
     print(f"wrote {out.with_suffix('.json')}")
     if importlib.util.find_spec("matplotlib") is not None:
         plot(rows, out.with_suffix(".png"))
