@@ -101,7 +101,7 @@ async def test_repr_never_reads_and_shows_failure(dev):
     (lambda t: t.numpy(), "t.numpy()", "await t.to_data()"),
     (lambda t: t.tolist(), "t.tolist()", "(await t.to_data()).tolist()"),
     (lambda t: t.item(), "t.item()", "(await t.to_data()).item()"),
-    (np.asarray, "np.asarray(t)", "np.asarray(await t.to_data())"),
+    (np.asarray, "np.asarray(t)", "np.asarray(await t.to_numpy())"),
     (float, "float(t)", "(await t.to_data()).item()"),
     (int, "int(t)", "(await t.to_data()).item()"),
     (bool, "bool(t)", "(await t.to_data()).item()"),

@@ -7,7 +7,8 @@ blocking read, as ``t.numpy()``) and runs numpy on the values, so ``np.sum(t)``,
 trio loop, where a blocking read would stall every other task, every one of them raises
 :class:`~asyncfusion.BlockingCallError` naming what to await instead: the asyncfusion
 function of that name where there is one (recorded on the device, then ``await
-result.to_data()``), else numpy on ``await t.to_data()``. ``np.asarray(t)`` (``__array__``)
+result.to_numpy()``), else numpy on ``await t.to_numpy()`` (``to_numpy`` is ``to_data``
+under numpy's name). ``np.asarray(t)`` (``__array__``)
 follows the same rule.
 
 Python operators stay asyncfusion's, whichever side the tensor is on: numpy hands
@@ -106,7 +107,7 @@ def _on_host(kind: type[T], call: str, name: str | None, args: _Args,
                         "which lives on its device; drop out= and use the returned array")
     if in_event_loop():
         raise BlockingCallError(_loop_message(call, name, first))
-    values = {i: t._read_sync(f"{call}(t{i})", "await t.to_data()") for i, t in found.items()}
+    values = {i: t._read_sync(f"{call}(t{i})", "await t.to_numpy()") for i, t in found.items()}
     plain = _replace(kind, args, values)
     assert isinstance(plain, tuple)
     return plain, {k: _replace(kind, v, values) for k, v in kwargs.items()}
@@ -119,8 +120,8 @@ def _loop_message(call: str, name: str | None, t: HostReadable) -> str:
             "stall every other task; ")
     if af_name is not None and callable(getattr(t.__array_namespace__(), af_name, None)):
         return (head + f"use af.{af_name}(...) instead (recorded on the device; read its "
-                f"result with 'await result.to_data()'), or {call}(await t.to_data())")
-    return head + f"read the values first: {call}(await t.to_data())"
+                f"result with 'await result.to_numpy()'), or {call}(await t.to_numpy())")
+    return head + f"read the values first: {call}(await t.to_numpy())"
 
 
 def _collect(kind: type[T], obj: object, found: dict[int, T]) -> None:

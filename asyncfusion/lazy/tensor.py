@@ -131,6 +131,10 @@ class Tensor:
         self._keep_host(out)
         return out
 
+    async def to_numpy(self) -> np.ndarray:
+        """:meth:`to_data` under numpy's name: the values as a numpy array."""
+        return await self.to_data()
+
     def to_data_sync(self) -> np.ndarray:
         """``to_data()`` for plain scripts and threads; refuses to run inside an event loop."""
         return self._read_sync("t.to_data_sync()", "await t.to_data()")
@@ -180,7 +184,7 @@ class Tensor:
         if copy is False:
             raise ValueError("np.asarray(t, copy=False): a tensor lives on its device, so "
                              "converting it always copies; use copy=None or copy=True")
-        out = self._read_sync("np.asarray(t)", "np.asarray(await t.to_data())")
+        out = self._read_sync("np.asarray(t)", "np.asarray(await t.to_numpy())")
         return out if dtype is None else out.astype(dtype, copy=False)
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: object,
