@@ -16,16 +16,19 @@ import functools
 from dataclasses import dataclass
 
 from ..ir import (CatOp, DropOp, ElementwiseOp, ExternOp, GatherOp, InitOp, MatmulOp, OperationIr,
-                  ReduceOp, Renumber, TensorStatus, ViewOp, dense_strides, numel)
+                  ReduceOp, Renumber, Signature, TensorStatus, ViewOp, dense_strides, numel)
 from ..ir import IotaOp
 from ..kernel import (Kernel, LaunchArgs, Level, Lowered, Store, align_to, copy_kernel,
                       lower)
 from ..trace import Counters, emit, trace_enabled
 from .memory import Memory, Poison, Storage
 
-__all__ = ["Context", "Step", "OpStep", "ReleaseStep", "KernelStep", "CatStep", "ExternStep",
+__all__ = ["PlanKey", "Context", "Step", "OpStep", "ReleaseStep", "KernelStep", "CatStep", "ExternStep",
            "single_step",
            "run_single", "store_nbytes"]
+
+PlanKey = tuple[Signature, ...]
+"""A segment's relative signature: its ops' signatures, in order; plans are cached by it."""
 
 
 class Context:
