@@ -13,7 +13,9 @@ ops one by one first, so only the op that really fails poisons its dependents.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from ..ir import (CatOp, DropOp, ElementwiseOp, ExternOp, GatherOp, InitOp, MatmulOp, OperationIr,
                   ReduceOp, Renumber, Signature, TensorStatus, ViewOp, dense_strides, numel)
@@ -53,6 +55,30 @@ def _release_last_uses(op: OperationIr, memory: Memory) -> None:
             memory.release(t.id)
 
 
+_Op = TypeVar("_Op", bound=OperationIr)
+
+
+def _isolated(op: _Op, ctx: Context, body: Callable[[_Op, Context], None],
+              release: bool = True) -> None:
+    """Run ``body(op, ctx)`` as one block, unless an input of ``op`` is poisoned: its
+    outputs are poisoned if one is or if ``body`` raises; then (``release``) the inputs
+    that ``op`` reads for the last time are released."""
+    ctx.counters.blocks += 1
+    _block_line([op])
+    memory = ctx.memory
+    poison = memory.poisoned(t.id for t in op.inputs())
+    try:
+        if poison is None:
+            body(op, ctx)
+    except Exception as exc:  # noqa: BLE001 - isolated: recorded as poison
+        poison = Poison(exc)
+    if poison is not None:
+        for t in op.outputs():
+            memory.poison(t.id, poison)
+    if release:
+        _release_last_uses(op, memory)
+
+
 class Step:
     __slots__ = ()
 
@@ -69,28 +95,20 @@ class OpStep(Step):
 
     def run(self, ops: list[OperationIr], ids: list[int], ctx: Context) -> None:
         op = ops[self.index]
-        memory = ctx.memory
         if type(op) is DropOp:
-            memory.release(op.tensor.id)
+            ctx.memory.release(op.tensor.id)
             return
-        ctx.counters.blocks += 1
-        _block_line([op])
-        poison = memory.poisoned(t.id for t in op.inputs())
-        try:
-            if poison is None:
-                if type(op) is InitOp:
-                    ctx.backend.faults.check("alloc")
-                    memory.bind(op.out.id, Storage(ctx.backend.upload(op.data)))
-                else:
-                    assert type(op) is ViewOp
-                    memory.bind(op.out.id, memory.storage(op.input.id))
-        except Exception as exc:  # noqa: BLE001 - isolated: recorded as poison
-            poison = Poison(exc)
-        if poison is not None:
-            for t in op.outputs():
-                memory.poison(t.id, poison)
-        if not self.hoisted:
-            _release_last_uses(op, memory)
+        _isolated(op, ctx, _upload_or_alias, release=not self.hoisted)
+
+
+def _upload_or_alias(op: OperationIr, ctx: Context) -> None:
+    memory = ctx.memory
+    if type(op) is InitOp:
+        ctx.backend.faults.check("alloc")
+        memory.bind(op.out.id, Storage(ctx.backend.upload(op.data)))
+    else:
+        assert type(op) is ViewOp
+        memory.bind(op.out.id, memory.storage(op.input.id))
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,32 +249,26 @@ class CatStep(Step):
     def run(self, ops: list[OperationIr], ids: list[int], ctx: Context) -> None:
         op = ops[self.index]
         assert isinstance(op, CatOp)
-        ctx.counters.blocks += 1
-        _block_line([op])
-        memory = ctx.memory
-        poison = memory.poisoned(t.id for t in op.tensors)
-        try:
-            if poison is None:
-                ctx.backend.faults.check("launch", ("cat",))
-                out = memory.allocate(op.out.id, numel(op.out.shape) * op.out.dtype.itemsize)
-                strides = dense_strides(op.out.shape)
-                offset = 0
-                for t in op.tensors:
-                    if numel(t.shape):
-                        lay = t.view
-                        kernel = copy_kernel(t.dtype, len(t.shape), t.layout is None)
-                        maps = [] if t.layout is None else [
-                            (lay.offset, tuple(lay.strides[a] if a >= 0 else 0
-                                               for a in align_to(t.shape, t.shape)))]
-                        maps.append((offset, strides))
-                        ctx.backend.launch(kernel, LaunchArgs(t.shape, tuple(maps), ()),
-                                           [memory.storage(t.id).buffer], [out.buffer])
-                    offset += t.shape[op.axis] * strides[op.axis]
-        except Exception as exc:  # noqa: BLE001 - isolated: recorded as poison
-            poison = Poison(exc)
-        if poison is not None:
-            memory.poison(op.out.id, poison)
-        _release_last_uses(op, memory)
+        _isolated(op, ctx, _concatenate)
+
+
+def _concatenate(op: CatOp, ctx: Context) -> None:
+    memory = ctx.memory
+    ctx.backend.faults.check("launch", ("cat",))
+    out = memory.allocate(op.out.id, numel(op.out.shape) * op.out.dtype.itemsize)
+    strides = dense_strides(op.out.shape)
+    offset = 0
+    for t in op.tensors:
+        if numel(t.shape):
+            lay = t.view
+            kernel = copy_kernel(t.dtype, len(t.shape), t.layout is None)
+            maps = [] if t.layout is None else [
+                (lay.offset, tuple(lay.strides[a] if a >= 0 else 0
+                                   for a in align_to(t.shape, t.shape)))]
+            maps.append((offset, strides))
+            ctx.backend.launch(kernel, LaunchArgs(t.shape, tuple(maps), ()),
+                               [memory.storage(t.id).buffer], [out.buffer])
+        offset += t.shape[op.axis] * strides[op.axis]
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,22 +281,14 @@ class ExternStep(Step):
     def run(self, ops: list[OperationIr], ids: list[int], ctx: Context) -> None:
         op = ops[self.index]
         assert isinstance(op, ExternOp)
-        ctx.counters.blocks += 1
-        _block_line([op])
-        memory = ctx.memory
-        poison = memory.poisoned(t.id for t in op.ins)
-        try:
-            if poison is None:
-                made = op.work.run(ctx.backend, [memory.storage(t.id).buffer for t in op.ins],
-                                   op)
-                for t, storage in zip(op.outs, made, strict=True):
-                    memory.bind(t.id, storage)
-        except Exception as exc:  # noqa: BLE001 - isolated: recorded as poison
-            poison = Poison(exc)
-        if poison is not None:
-            for t in op.outs:
-                memory.poison(t.id, poison)
-        _release_last_uses(op, memory)
+        _isolated(op, ctx, _run_extern)
+
+
+def _run_extern(op: ExternOp, ctx: Context) -> None:
+    memory = ctx.memory
+    made = op.work.run(ctx.backend, [memory.storage(t.id).buffer for t in op.ins], op)
+    for t, storage in zip(op.outs, made, strict=True):
+        memory.bind(t.id, storage)
 
 
 def single_step(ops: list[OperationIr], pos: int, rel: dict[int, int]) -> Step:
