@@ -13,9 +13,7 @@ ops one by one first, so only the op that really fails poisons its dependents.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
 
 from ..ir import (CatOp, DropOp, ElementwiseOp, ExternOp, GatherOp, InitOp, MatmulOp, OperationIr,
                   ReduceOp, Renumber, Signature, TensorStatus, ViewOp, dense_strides, numel)
@@ -25,8 +23,7 @@ from ..kernel import (Kernel, LaunchArgs, Level, Lowered, Store, align_to, copy_
 from ..trace import Counters, emit, trace_enabled
 from .memory import Memory, Poison, Storage
 
-__all__ = ["PlanKey", "Context", "Step", "OpStep", "ReleaseStep", "KernelStep", "CatStep", "ExternStep",
-           "single_step",
+__all__ = ["PlanKey", "Context", "Step", "OpStep", "ReleaseStep", "KernelStep", "single_step",
            "run_single", "store_nbytes"]
 
 PlanKey = tuple[Signature, ...]
@@ -55,30 +52,6 @@ def _release_last_uses(op: OperationIr, memory: Memory) -> None:
             memory.release(t.id)
 
 
-_Op = TypeVar("_Op", bound=OperationIr)
-
-
-def _isolated(op: _Op, ctx: Context, body: Callable[[_Op, Context], None],
-              release: bool = True) -> None:
-    """Run ``body(op, ctx)`` as one block, unless an input of ``op`` is poisoned: its
-    outputs are poisoned if one is or if ``body`` raises; then (``release``) the inputs
-    that ``op`` reads for the last time are released."""
-    ctx.counters.blocks += 1
-    _block_line([op])
-    memory = ctx.memory
-    poison = memory.poisoned(t.id for t in op.inputs())
-    try:
-        if poison is None:
-            body(op, ctx)
-    except Exception as exc:  # noqa: BLE001 - isolated: recorded as poison
-        poison = Poison(exc)
-    if poison is not None:
-        for t in op.outputs():
-            memory.poison(t.id, poison)
-    if release:
-        _release_last_uses(op, memory)
-
-
 class Step:
     __slots__ = ()
 
@@ -88,7 +61,10 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class OpStep(Step):
-    """An op that launches nothing: an upload, a view (an alias), a drop."""
+    """An op run on its own, outside the fusers' kernels: an upload, a view (an alias), a
+    drop, a ``cat`` (one copy kernel per input), an :class:`ExternOp` (a user's WGSL
+    kernel, an adopted buffer). Its outputs are poisoned if its inputs are or if it
+    fails."""
 
     index: int
     hoisted: bool = False  # a view run ahead of a kernel: its last uses come after
@@ -98,17 +74,36 @@ class OpStep(Step):
         if type(op) is DropOp:
             ctx.memory.release(op.tensor.id)
             return
-        _isolated(op, ctx, _upload_or_alias, release=not self.hoisted)
+        ctx.counters.blocks += 1
+        _block_line([op])
+        memory = ctx.memory
+        poison = memory.poisoned(t.id for t in op.inputs())
+        try:
+            if poison is None:
+                _run_alone(op, ctx)
+        except Exception as exc:  # noqa: BLE001 - isolated: recorded as poison
+            poison = Poison(exc)
+        if poison is not None:
+            for t in op.outputs():
+                memory.poison(t.id, poison)
+        if not self.hoisted:
+            _release_last_uses(op, memory)
 
 
-def _upload_or_alias(op: OperationIr, ctx: Context) -> None:
+def _run_alone(op: OperationIr, ctx: Context) -> None:
     memory = ctx.memory
     if type(op) is InitOp:
         ctx.backend.faults.check("alloc")
         memory.bind(op.out.id, Storage(ctx.backend.upload(op.data)))
-    else:
-        assert type(op) is ViewOp
+    elif type(op) is ViewOp:
         memory.bind(op.out.id, memory.storage(op.input.id))
+    elif type(op) is CatOp:
+        _concatenate(op, ctx)
+    else:
+        assert type(op) is ExternOp
+        made = op.work.run(ctx.backend, [memory.storage(t.id).buffer for t in op.ins], op)
+        for t, storage in zip(op.outs, made, strict=True):
+            memory.bind(t.id, storage)
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,19 +235,8 @@ def _out_numel(space: tuple[int, ...], kernel: Kernel) -> int:
     return numel(tuple(s for s, r in zip(space, kernel.reduced, strict=True) if not r))
 
 
-@dataclass(frozen=True, slots=True)
-class CatStep(Step):
-    """``cat``: one copy kernel per input into its window of the output."""
-
-    index: int
-
-    def run(self, ops: list[OperationIr], ids: list[int], ctx: Context) -> None:
-        op = ops[self.index]
-        assert isinstance(op, CatOp)
-        _isolated(op, ctx, _concatenate)
-
-
 def _concatenate(op: CatOp, ctx: Context) -> None:
+    """Each input copied into its window of the output."""
     memory = ctx.memory
     ctx.backend.faults.check("launch", ("cat",))
     out = memory.allocate(op.out.id, numel(op.out.shape) * op.out.dtype.itemsize)
@@ -271,26 +255,6 @@ def _concatenate(op: CatOp, ctx: Context) -> None:
         offset += t.shape[op.axis] * strides[op.axis]
 
 
-@dataclass(frozen=True, slots=True)
-class ExternStep(Step):
-    """An :class:`ExternOp` (a user's WGSL kernel, an adopted buffer): its own launch, in
-    stream order; its outputs are poisoned if its inputs are or if it fails."""
-
-    index: int
-
-    def run(self, ops: list[OperationIr], ids: list[int], ctx: Context) -> None:
-        op = ops[self.index]
-        assert isinstance(op, ExternOp)
-        _isolated(op, ctx, _run_extern)
-
-
-def _run_extern(op: ExternOp, ctx: Context) -> None:
-    memory = ctx.memory
-    made = op.work.run(ctx.backend, [memory.storage(t.id).buffer for t in op.ins], op)
-    for t, storage in zip(op.outs, made, strict=True):
-        memory.bind(t.id, storage)
-
-
 def single_step(ops: list[OperationIr], pos: int, rel: dict[int, int]) -> Step:
     """The unfused step of ``ops[pos]``: its own kernel, or no launch at all."""
     op = ops[pos]
@@ -305,10 +269,6 @@ def single_step(ops: list[OperationIr], pos: int, rel: dict[int, int]) -> Step:
         space = op.input.shape
         reduced = tuple(d in op.axes for d in range(len(space)))
         return KernelStep.build((pos,), lower([op], [Level.ROW], space, reduced), rel, False)
-    if type(op) is CatOp:
-        return CatStep(pos)
-    if type(op) is ExternOp:
-        return ExternStep(pos)
     return OpStep(pos)
 
 
