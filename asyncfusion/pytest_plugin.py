@@ -31,7 +31,7 @@ projects that do not use it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
@@ -77,11 +77,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
-                              ) -> Iterator[None]:
-    report: Any = yield
+                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
     if report.failed:
         item.stash[_FAILED] = True
-    return report  # type: ignore[no-any-return]
+    return report
 
 
 @pytest.fixture
@@ -201,7 +201,7 @@ else:
                 await stop.wait()
 
         holder = asyncio.create_task(hold())
-        waiting: set[asyncio.Future[Any]] = {ready, holder}
+        waiting: set[asyncio.Future[_T] | asyncio.Task[None]] = {ready, holder}
         await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
         if not ready.done():
             holder.result()  # entering cm failed: raise why

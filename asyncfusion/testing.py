@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .runtime import Device
 from .lazy.tensor import Tensor
@@ -36,8 +37,9 @@ ASGIApp = Callable[[_Message, Callable[[], Awaitable[_Message]],
 _SHOWN = 10  # mismatching elements listed in a report
 
 
-async def assert_close(actual: Any, expected: Any, *, rtol: float = 1e-5, atol: float = 1e-6,
-                       equal_nan: bool = True, check_dtype: bool = True) -> None:
+async def assert_close(actual: Tensor | npt.ArrayLike, expected: Tensor | npt.ArrayLike, *,
+                       rtol: float = 1e-5, atol: float = 1e-6, equal_nan: bool = True,
+                       check_dtype: bool = True) -> None:
     """Read both sides (tensors, arrays, lists or scalars) and compare them.
 
     Passes when ``|actual - expected| <= atol + rtol * |expected|`` everywhere (floats;
@@ -52,7 +54,7 @@ async def assert_close(actual: Any, expected: Any, *, rtol: float = 1e-5, atol: 
                        check_dtype=check_dtype)
 
 
-def assert_array_close(actual: Any, expected: Any, *, rtol: float = 1e-5, atol: float = 1e-6,
+def assert_array_close(actual: npt.ArrayLike, expected: npt.ArrayLike, *, rtol: float = 1e-5, atol: float = 1e-6,
                        equal_nan: bool = True, check_dtype: bool = True) -> None:
     """:func:`assert_close` for values already on the host (no tensors: nothing to read)."""
     if isinstance(actual, Tensor) or isinstance(expected, Tensor):

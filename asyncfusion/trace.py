@@ -19,14 +19,22 @@ import sys
 import threading
 from collections import Counter as _Tally
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TextIO, TypedDict
 from collections.abc import Iterator
 
 __all__ = ["Counters", "CounterSnapshot", "tracing", "trace_enabled", "emit", "take_launches"]
 
 logger = logging.getLogger("asyncfusion.trace")
-_global: dict[str, Any] = {"on": os.environ.get("ASYNCFUSION_TRACE", "") not in ("", "0"),
-                           "out": None, "broken": None}
+
+
+class _TraceState(TypedDict):
+    on: bool
+    out: TextIO | None  # None: stderr
+    broken: TextIO | None  # a sink that failed: left alone from then on
+
+
+_global: _TraceState = {"on": os.environ.get("ASYNCFUSION_TRACE", "") not in ("", "0"),
+                        "out": None, "broken": None}
 _lock = threading.Lock()
 _launches_total = [0]
 
@@ -55,7 +63,7 @@ def emit(line: str) -> None:
 @contextlib.contextmanager
 def tracing(file: TextIO | None = None) -> Iterator[None]:
     """Print the trace (to ``file``, or stderr) inside this block."""
-    prev = dict(_global)
+    prev = _global.copy()
     _global["on"] = True
     _global["out"] = file
     try:

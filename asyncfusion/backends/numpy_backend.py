@@ -8,8 +8,6 @@ Buffers are byte arrays; storage words have the device's types (bool as uint32).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from .._core.dtype import DType, to_storage
@@ -217,7 +215,7 @@ class NumpyBackend:
     def flush(self) -> None:
         pass
 
-    def stage_read(self, buffer: HostBuffer, layout: Layout, dtype: DType) -> Any:
+    def stage_read(self, buffer: HostBuffer, layout: Layout, dtype: DType) -> np.ndarray:
         first, end = layout.span()
         return host_view(buffer.words(dtype)[first:end].copy(), first, layout, dtype)
 

@@ -11,11 +11,9 @@ given a function that returns the current one.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
-
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (CounterMetricFamily, GaugeMetricFamily,
-                                    HistogramMetricFamily)
+                                    HistogramMetricFamily, Metric)
 from prometheus_client.registry import Collector
 
 from ..runtime import Device
@@ -35,7 +33,7 @@ class DeviceCollector(Collector):
     def __init__(self, get_device: Callable[[], Device | None]) -> None:
         self.get_device = get_device
 
-    def collect(self) -> Iterator[Any]:
+    def collect(self) -> Iterator[Metric]:
         dev = self.get_device()
         if dev is None:
             return

@@ -42,11 +42,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
+from anyio.abc import TaskStatus
 import numpy as np
 import numpy.typing as npt
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import HTTPExceptionHandler
 
 from .._core.dtype import DTypeSpec
 from ..api.creation import tensor
@@ -134,7 +136,7 @@ class DeviceService:
         self._lost: anyio.Event | None = None
 
     @contextlib.asynccontextmanager
-    async def lifespan(self, app: Any) -> AsyncIterator[None]:
+    async def lifespan(self, app: object) -> AsyncIterator[None]:
         """Starlette's ``lifespan=``: the device is open while the app runs."""
         async with anyio.create_task_group() as tg:
             await tg.start(self._keep_open)
@@ -143,7 +145,7 @@ class DeviceService:
             finally:
                 tg.cancel_scope.cancel()
 
-    async def _keep_open(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+    async def _keep_open(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         started = False
         try:
             while True:
@@ -225,7 +227,7 @@ class DeviceService:
         return out
 
     @property
-    def exception_handlers(self) -> dict[Any, Any]:
+    def exception_handlers(self) -> dict[type[Exception], HTTPExceptionHandler]:
         """Starlette's ``exception_handlers=``: every asyncfusion error to a response."""
         return {AsyncFusionError: self._on_error}
 
@@ -252,7 +254,7 @@ class PoolService:
         self._pool: DevicePool | None = None
 
     @contextlib.asynccontextmanager
-    async def lifespan(self, app: Any) -> AsyncIterator[None]:
+    async def lifespan(self, app: object) -> AsyncIterator[None]:
         """Starlette's ``lifespan=``: the pool is open while the app runs."""
         async with open_pool(self.backend, adapters=self.adapters,
                              per_adapter=self.per_adapter, **self.options) as pool:
@@ -295,6 +297,6 @@ class PoolService:
         return [Route("/health", self.health)]
 
     @property
-    def exception_handlers(self) -> dict[Any, Any]:
+    def exception_handlers(self) -> dict[type[Exception], HTTPExceptionHandler]:
         """Starlette's ``exception_handlers=``: every asyncfusion error to a response."""
         return {AsyncFusionError: lambda request, exc: error_response(exc, self.retry_after)}

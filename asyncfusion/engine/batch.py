@@ -33,11 +33,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Set
 from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 
 from .._core.dtype import to_storage
+from ..backends.base import Backend, Buffer
 from ..ir import DropOp, InitOp, OperationIr, TensorStatus, dense_strides, numel
 from ..kernel import Kernel, LaunchArgs, Level
 from ..trace import Counters, emit, trace_enabled
@@ -275,9 +274,9 @@ def _launch(step: KernelStep, args: LaunchArgs, insts: list[_Instance], ctx: Con
     dense = dense_strides(space)
     maps = iter(args.maps)
     new_maps: list[tuple[int, tuple[int, ...]]] = []
-    loads: list[Any] = []
+    loads: list[Buffer] = []
     loads_dense: list[bool] = []
-    slabs: list[Any] = []
+    slabs: list[Buffer] = []
     try:
         for k, ld in enumerate(kernel.loads):
             if ld.iota is not None:  # an arange, bound to nothing: equal in every instance
@@ -346,12 +345,12 @@ class _Packed:
     once per set of tensors (a tensor's data never changes) for every step that reads
     it, and freed when the group has run."""
 
-    def __init__(self, backend: Any) -> None:
+    def __init__(self, backend: Backend) -> None:
         self.backend = backend
-        self.copies: dict[tuple[tuple[int, ...], int], tuple[Any, int]] = {}
+        self.copies: dict[tuple[tuple[int, ...], int], tuple[Buffer, int]] = {}
 
     def get(self, ids: tuple[int, ...], storages: list[Storage], need: int
-            ) -> tuple[Any, int]:
+            ) -> tuple[Buffer, int]:
         """(buffer, stride in bytes) holding ``need`` bytes of each of ``storages``."""
         first = storages[0]
         if all(s is first for s in storages):

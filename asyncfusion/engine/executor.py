@@ -14,11 +14,6 @@ from __future__ import annotations
 import functools
 import gc
 from collections.abc import Hashable
-from dataclasses import dataclass, field
-from typing import Any
-
-import anyio
-import numpy as np
 
 from .. import _debug
 from ..backends.base import Backend
@@ -29,30 +24,13 @@ from .batch import Deferred
 from .kept import KeptAlive
 from .memory import Memory, Poison, Storage
 from .plan import Context, run_single
+from .request import Readable, Request
 from .runner import Runner
 from .streams import Streams
 
 __all__ = ["Request", "Executor"]
 
 _dense_layout = functools.lru_cache(maxsize=1024)(Layout.dense)  # one per read otherwise
-
-
-@dataclass(eq=False)
-class Request:
-    """A read (``tensor`` set), a sync of every stream, or an ``empty_cache``, posted by
-    one task. ``data`` and ``error`` are written by the executor thread, before ``done``."""
-
-    stream: Hashable
-    tensor: Any = None
-    empty_cache: bool = False
-    done: anyio.Event = field(default_factory=anyio.Event)
-    data: np.ndarray | None = None
-    error: BaseException | None = None
-    cancelled: bool = False
-    sync: bool = False
-    posted: float = 0.0  # when it was posted (anyio's clock), if rounds may wait
-    kept: list[tuple[str, str, int]] = field(default_factory=list)  # debug warnings to issue
-
 
 
 class Executor:
@@ -89,46 +67,46 @@ class Executor:
         self.deferred.flush(self._recover, gone)
         for tid in gone:
             self._release(tid)
-        reads = [r for r in requests if r.tensor is not None and not r.cancelled]
-        tokens: list[tuple[Request, Any]] = []
-        for r in reads:
-            prod = self.streams.pending_producer(r.tensor.id)
+        reads = [(r, t) for r in requests if (t := r.tensor) is not None and not r.cancelled]
+        tokens: list[tuple[Request, Readable, object]] = []
+        for r, t in reads:
+            prod = self.streams.pending_producer(t.id)
             if prod is not None:
                 self.drain(*prod)
-            h = self.memory.get(r.tensor.id)
+            h = self.memory.get(t.id)
             if isinstance(h, Poison):
-                r.error = self._error(f"tensor t{r.tensor.id} could not be computed", h.error)
+                r.error = self._error(f"tensor t{t.id} could not be computed", h.error)
             elif h is None:
                 r.error = ExecutionError(
-                    f"tensor t{r.tensor.id} has no data on the device: no op computes it (a "
+                    f"tensor t{t.id} has no data on the device: no op computes it (a "
                     "Tensor built by hand?); make tensors with asyncfusion.tensor(), zeros(), "
                     "ones(), full(), arange(), rand() or randn()")
             else:
                 assert isinstance(h, Storage)
-                layout = r.tensor.layout or _dense_layout(r.tensor.shape)
+                layout = t.layout or _dense_layout(t.shape)
                 try:
-                    tokens.append((r, self.backend.stage_read(h.buffer, layout, r.tensor.dtype)))
+                    tokens.append((r, t, self.backend.stage_read(h.buffer, layout, t.dtype)))
                 except Exception as exc:  # noqa: BLE001
-                    r.error = self._error(f"staging the read of t{r.tensor.id} failed", exc)
+                    r.error = self._error(f"staging the read of t{t.id} failed", exc)
         try:
             self.backend.flush()
             if sync:
                 self.backend.wait_idle()
         except Exception as exc:  # noqa: BLE001 - the submission failed: fail its readers
             err = self._error("submitting work to the device failed", exc)
-            for r, token in tokens:
+            for _, _, token in tokens:
                 self.backend.discard_read(token)
             for r in requests:
                 r.error = r.error or err
             return
-        for r, token in tokens:
+        for r, t, token in tokens:
             if r.cancelled:  # its reader is gone: nothing to copy out
                 self.backend.discard_read(token)
                 continue
             try:
                 r.data = self.backend.finish_read(token)
             except Exception as exc:  # noqa: BLE001
-                r.error = self._error(f"reading t{r.tensor.id} back failed", exc)
+                r.error = self._error(f"reading t{t.id} back failed", exc)
         if any(r.empty_cache for r in requests):
             self.backend.empty_cache()
 

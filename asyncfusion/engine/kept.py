@@ -21,15 +21,18 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Hashable
-from typing import Any
+from typing import TypeVar
 
 from .. import _debug
 from ..ir import DropOp, OperationIr, TensorIr, TensorStatus, numel
-from .plan import KernelStep, Step
+from .plan import KernelStep, PlanKey, Step
+from .request import Request
 
 __all__ = ["KeptAlive"]
 
 _MAX_ENTRIES = 4096  # sites and analyses remembered at most (oldest go first)
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 
 class KeptAlive:
@@ -39,7 +42,7 @@ class KeptAlive:
     def __init__(self) -> None:
         self.lock = threading.Lock()  # sites: written by any registering thread
         self.sites: dict[int, tuple[str, int, Hashable]] = {}  # tensor id -> (file, line, stream)
-        self.plans: dict[tuple[Any, ...], tuple[int, ...]] = {}  # plan key -> kept relative ids
+        self.plans: dict[PlanKey, tuple[int, ...]] = {}  # plan key -> kept relative ids
         self.found: list[tuple[TensorIr, tuple[str, int, Hashable]]] = []
         self.warned: set[tuple[str, int]] = set()
 
@@ -50,7 +53,7 @@ class KeptAlive:
             with self.lock:
                 _remember(self.sites, out.id, site)
 
-    def check(self, key: tuple[Any, ...], plan: list[Step], ops: list[OperationIr],
+    def check(self, key: PlanKey, plan: list[Step], ops: list[OperationIr],
               ids: list[int]) -> None:
         """Record the noted tensors of this segment that its plan stores only because
         they are still held."""
@@ -64,14 +67,14 @@ class KeptAlive:
                 out = next(t for op in ops for t in op.outputs() if t.id == ids[r])
                 self.found.append((out, site))
 
-    def hand_out(self, requests: list[Any]) -> None:
+    def hand_out(self, requests: list[Request]) -> None:
         """Give each new finding to a live reader of the round (one of its stream if
         there is one), unless the round reads that tensor itself."""
         found, self.found = self.found, []
         readers = [r for r in requests if r.tensor is not None and not r.cancelled]
         if not readers:
             return
-        read = {r.tensor.id for r in readers}
+        read = {t.id for r in readers if (t := r.tensor) is not None}
         for out, (filename, lineno, stream) in found:
             if out.id in read or (filename, lineno) in self.warned:
                 continue
@@ -80,7 +83,7 @@ class KeptAlive:
             to.kept.append((_message(out), filename, lineno))
 
 
-def _remember(table: dict[Any, Any], key: Any, value: Any) -> Any:
+def _remember(table: dict[_K, _V], key: _K, value: _V) -> _V:
     if len(table) >= _MAX_ENTRIES:
         del table[next(iter(table))]
     table[key] = value

@@ -16,16 +16,18 @@ import functools
 from dataclasses import dataclass
 
 from ..ir import (CatOp, DropOp, ElementwiseOp, ExternOp, GatherOp, InitOp, MatmulOp, OperationIr,
-                  ReduceOp, Renumber, TensorStatus, ViewOp, dense_strides, numel)
+                  ReduceOp, Renumber, Signature, TensorStatus, ViewOp, dense_strides, numel)
 from ..ir import IotaOp
 from ..kernel import (Kernel, LaunchArgs, Level, Lowered, Store, align_to, copy_kernel,
                       lower)
 from ..trace import Counters, emit, trace_enabled
 from .memory import Memory, Poison, Storage
 
-__all__ = ["Context", "Step", "OpStep", "ReleaseStep", "KernelStep", "CatStep", "ExternStep",
-           "single_step",
+__all__ = ["PlanKey", "Context", "Step", "OpStep", "ReleaseStep", "KernelStep", "single_step",
            "run_single", "store_nbytes"]
+
+PlanKey = tuple[Signature, ...]
+"""A segment's relative signature: its ops' signatures, in order; plans are cached by it."""
 
 
 class Context:
@@ -59,28 +61,26 @@ class Step:
 
 @dataclass(frozen=True, slots=True)
 class OpStep(Step):
-    """An op that launches nothing: an upload, a view (an alias), a drop."""
+    """An op run on its own, outside the fusers' kernels: an upload, a view (an alias), a
+    drop, a ``cat`` (one copy kernel per input), an :class:`ExternOp` (a user's WGSL
+    kernel, an adopted buffer). Its outputs are poisoned if its inputs are or if it
+    fails."""
 
     index: int
     hoisted: bool = False  # a view run ahead of a kernel: its last uses come after
 
     def run(self, ops: list[OperationIr], ids: list[int], ctx: Context) -> None:
         op = ops[self.index]
-        memory = ctx.memory
         if type(op) is DropOp:
-            memory.release(op.tensor.id)
+            ctx.memory.release(op.tensor.id)
             return
         ctx.counters.blocks += 1
         _block_line([op])
+        memory = ctx.memory
         poison = memory.poisoned(t.id for t in op.inputs())
         try:
             if poison is None:
-                if type(op) is InitOp:
-                    ctx.backend.faults.check("alloc")
-                    memory.bind(op.out.id, Storage(ctx.backend.upload(op.data)))
-                else:
-                    assert type(op) is ViewOp
-                    memory.bind(op.out.id, memory.storage(op.input.id))
+                _run_alone(op, ctx)
         except Exception as exc:  # noqa: BLE001 - isolated: recorded as poison
             poison = Poison(exc)
         if poison is not None:
@@ -88,6 +88,22 @@ class OpStep(Step):
                 memory.poison(t.id, poison)
         if not self.hoisted:
             _release_last_uses(op, memory)
+
+
+def _run_alone(op: OperationIr, ctx: Context) -> None:
+    memory = ctx.memory
+    if type(op) is InitOp:
+        ctx.backend.faults.check("alloc")
+        memory.bind(op.out.id, Storage(ctx.backend.upload(op.data)))
+    elif type(op) is ViewOp:
+        memory.bind(op.out.id, memory.storage(op.input.id))
+    elif type(op) is CatOp:
+        _concatenate(op, ctx)
+    else:
+        assert type(op) is ExternOp
+        made = op.work.run(ctx.backend, [memory.storage(t.id).buffer for t in op.ins], op)
+        for t, storage in zip(op.outs, made, strict=True):
+            memory.bind(t.id, storage)
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,69 +235,24 @@ def _out_numel(space: tuple[int, ...], kernel: Kernel) -> int:
     return numel(tuple(s for s, r in zip(space, kernel.reduced, strict=True) if not r))
 
 
-@dataclass(frozen=True, slots=True)
-class CatStep(Step):
-    """``cat``: one copy kernel per input into its window of the output."""
-
-    index: int
-
-    def run(self, ops: list[OperationIr], ids: list[int], ctx: Context) -> None:
-        op = ops[self.index]
-        assert isinstance(op, CatOp)
-        ctx.counters.blocks += 1
-        _block_line([op])
-        memory = ctx.memory
-        poison = memory.poisoned(t.id for t in op.tensors)
-        try:
-            if poison is None:
-                ctx.backend.faults.check("launch", ("cat",))
-                out = memory.allocate(op.out.id, numel(op.out.shape) * op.out.dtype.itemsize)
-                strides = dense_strides(op.out.shape)
-                offset = 0
-                for t in op.tensors:
-                    if numel(t.shape):
-                        lay = t.view
-                        kernel = copy_kernel(t.dtype, len(t.shape), t.layout is None)
-                        maps = [] if t.layout is None else [
-                            (lay.offset, tuple(lay.strides[a] if a >= 0 else 0
-                                               for a in align_to(t.shape, t.shape)))]
-                        maps.append((offset, strides))
-                        ctx.backend.launch(kernel, LaunchArgs(t.shape, tuple(maps), ()),
-                                           [memory.storage(t.id).buffer], [out.buffer])
-                    offset += t.shape[op.axis] * strides[op.axis]
-        except Exception as exc:  # noqa: BLE001 - isolated: recorded as poison
-            poison = Poison(exc)
-        if poison is not None:
-            memory.poison(op.out.id, poison)
-        _release_last_uses(op, memory)
-
-
-@dataclass(frozen=True, slots=True)
-class ExternStep(Step):
-    """An :class:`ExternOp` (a user's WGSL kernel, an adopted buffer): its own launch, in
-    stream order; its outputs are poisoned if its inputs are or if it fails."""
-
-    index: int
-
-    def run(self, ops: list[OperationIr], ids: list[int], ctx: Context) -> None:
-        op = ops[self.index]
-        assert isinstance(op, ExternOp)
-        ctx.counters.blocks += 1
-        _block_line([op])
-        memory = ctx.memory
-        poison = memory.poisoned(t.id for t in op.ins)
-        try:
-            if poison is None:
-                made = op.work.run(ctx.backend, [memory.storage(t.id).buffer for t in op.ins],
-                                   op)
-                for t, storage in zip(op.outs, made, strict=True):
-                    memory.bind(t.id, storage)
-        except Exception as exc:  # noqa: BLE001 - isolated: recorded as poison
-            poison = Poison(exc)
-        if poison is not None:
-            for t in op.outs:
-                memory.poison(t.id, poison)
-        _release_last_uses(op, memory)
+def _concatenate(op: CatOp, ctx: Context) -> None:
+    """Each input copied into its window of the output."""
+    memory = ctx.memory
+    ctx.backend.faults.check("launch", ("cat",))
+    out = memory.allocate(op.out.id, numel(op.out.shape) * op.out.dtype.itemsize)
+    strides = dense_strides(op.out.shape)
+    offset = 0
+    for t in op.tensors:
+        if numel(t.shape):
+            lay = t.view
+            kernel = copy_kernel(t.dtype, len(t.shape), t.layout is None)
+            maps = [] if t.layout is None else [
+                (lay.offset, tuple(lay.strides[a] if a >= 0 else 0
+                                   for a in align_to(t.shape, t.shape)))]
+            maps.append((offset, strides))
+            ctx.backend.launch(kernel, LaunchArgs(t.shape, tuple(maps), ()),
+                               [memory.storage(t.id).buffer], [out.buffer])
+        offset += t.shape[op.axis] * strides[op.axis]
 
 
 def single_step(ops: list[OperationIr], pos: int, rel: dict[int, int]) -> Step:
@@ -298,10 +269,6 @@ def single_step(ops: list[OperationIr], pos: int, rel: dict[int, int]) -> Step:
         space = op.input.shape
         reduced = tuple(d in op.axes for d in range(len(space)))
         return KernelStep.build((pos,), lower([op], [Level.ROW], space, reduced), rel, False)
-    if type(op) is CatOp:
-        return CatStep(pos)
-    if type(op) is ExternOp:
-        return ExternStep(pos)
     return OpStep(pos)
 
 

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
-
 from ..backends.base import Backend
 from ..fusers import ElementwiseFuser, Fuser, MatmulFuser, ReduceFuser
 from ..ir import OperationIr, Renumber
 from ..trace import Counters
 from .explorer import explore
 from .memory import Memory
-from .plan import Context, Step, single_step
+from .plan import Context, PlanKey, Step, single_step
 
 __all__ = ["Runner", "Fusion", "Plain"]
 
@@ -32,9 +30,9 @@ class Runner:
         self.counters = counters
         self.max_plans = max_plans
         # debug mode: shown every segment's (key, plan, ops, ids) (engine/kept.py)
-        self.observe: Callable[[tuple[Any, ...], list[Step], list[OperationIr], list[int]],
+        self.observe: Callable[[PlanKey, list[Step], list[OperationIr], list[int]],
                                None] | None = None
-        self.plans: OrderedDict[tuple[Any, ...], list[Step]] = OrderedDict()
+        self.plans: OrderedDict[PlanKey, list[Step]] = OrderedDict()
         self.fusers: list[Fuser] = [ElementwiseFuser(backend.max_storage_bindings, max_ops),
                                     ReduceFuser(backend.max_storage_bindings, max_ops),
                                     MatmulFuser(backend.max_storage_bindings, max_ops)]
@@ -50,7 +48,7 @@ class Runner:
         for step in plan:
             step.run(ops, ids, ctx)
 
-    def lookup(self, ops: list[OperationIr]) -> tuple[tuple[Any, ...], list[Step], list[int]]:
+    def lookup(self, ops: list[OperationIr]) -> tuple[PlanKey, list[Step], list[int]]:
         """(relative signature, its cached plan, the segment's tensor id per relative id):
         segments of equal signature share the plan, whatever their ids."""
         rn = Renumber()

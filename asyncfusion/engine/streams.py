@@ -31,8 +31,7 @@ import collections
 import sys
 import threading
 import weakref
-from collections.abc import Hashable
-from typing import Any
+from collections.abc import Callable, Hashable
 
 from ..ir import DropOp, OperationIr, TensorIr, TensorStatus
 
@@ -42,7 +41,7 @@ _RECLAIM_AT = 64  # reclaim ended streams once this many queues exist (then twic
 _NO_PRODUCER = (None,)
 
 
-def _trio_task() -> Any:
+def _trio_task() -> object:
     """The current trio task, or None outside trio.
 
     ``trio`` may sit in ``sys.modules`` half imported (another thread is importing it);
@@ -60,11 +59,11 @@ def _trio_task() -> Any:
 _running_loop = asyncio._get_running_loop
 # Python 3.11's asyncio.current_task is a Python function over this table (loop -> task);
 # from 3.12 on it is C (and the table may no longer be what it reads).
-_current_task: Any = (getattr(asyncio.tasks, "_current_tasks").get
+_current_task: Callable[[asyncio.AbstractEventLoop], object] = (getattr(asyncio.tasks, "_current_tasks").get
                       if sys.version_info < (3, 12) else asyncio.current_task)
 
 
-def current_stream() -> tuple[Hashable, Any]:
+def current_stream() -> tuple[Hashable, object]:
     """(stream key, owner) of the caller: its asyncio or trio task, else its thread."""
     loop = _running_loop()
     if loop is not None:
@@ -77,7 +76,7 @@ def current_stream() -> tuple[Hashable, Any]:
     return ("thread", threading.get_ident()), threading.current_thread()
 
 
-def _ended(owner: weakref.ref[Any]) -> bool:
+def _ended(owner: weakref.ref[object]) -> bool:
     """Whether the task or thread behind a stream has finished (or is gone)."""
     o = owner()
     if o is None:
@@ -106,13 +105,13 @@ class StreamQueue:
 
     __slots__ = ("key", "ops", "base", "uses", "last", "owner", "pruned")
 
-    def __init__(self, key: Hashable, owner: Any) -> None:
+    def __init__(self, key: Hashable, owner: object) -> None:
         self.key = key
         self.ops: list[OperationIr] = []
         self.base = 0
         self.uses: dict[int, int] = {}  # tensor id -> untaken reads in this queue
         self.last: dict[int, int] = {}  # tensor id -> sequence number of its latest read
-        self.owner: weakref.ref[Any] = weakref.ref(owner)
+        self.owner: weakref.ref[object] = weakref.ref(owner)
         self.pruned = -1  # Streams.epoch when dead work was last removed
 
     def __len__(self) -> int:
@@ -125,7 +124,7 @@ class Streams:
     def __init__(self, flush_threshold: int = 512) -> None:
         self.lock = threading.RLock()  # RLock: debug mode asks whether it is held
         self._queues: dict[Hashable, StreamQueue] = {}
-        self.log: collections.deque[tuple[Hashable, Any, OperationIr, tuple[int, ...] | list[int],
+        self.log: collections.deque[tuple[Hashable, object, OperationIr, tuple[int, ...] | list[int],
                                           TensorIr]] = collections.deque()
         # Tensor.__del__ appends here directly: deque.append is atomic, re-entrant and
         # never blocks, so it is safe on any thread, at any moment.
@@ -143,7 +142,7 @@ class Streams:
 
     # -- registration (any thread) -------------------------------------------------------
     def register(self, key: Hashable, op: OperationIr, inputs: tuple[int, ...] | list[int],
-                 out: TensorIr, owner: Any = None) -> int:
+                 out: TensorIr, owner: object = None) -> int:
         """Queue ``op`` (reading ``inputs``, producing ``out``) on stream ``key``, whose
         task or thread is ``owner``; returns how many ops wait to be taken in.
 
@@ -175,7 +174,7 @@ class Streams:
         if drops:
             self._apply_drops(drops)
 
-    def _enqueue(self, key: Hashable, owner: Any, op: OperationIr,
+    def _enqueue(self, key: Hashable, owner: object, op: OperationIr,
                  inputs: tuple[int, ...] | list[int], out: TensorIr) -> None:
         q = self._queues.get(key)
         if q is None:

@@ -20,7 +20,9 @@ from __future__ import annotations
 from types import TracebackType
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from .._core.dtype import DType, DTypeSpec, as_dtype
 from .._core.errors import DataError, LimitError, ShapeError
@@ -28,6 +30,12 @@ from ..engine.memory import Storage
 from ..ir import ExternOp, Layout, ViewOp, numel
 from ..lazy.tensor import Tensor
 from ..runtime import Device, as_device, default_device
+
+if TYPE_CHECKING:
+    import wgpu
+
+    from ..backends.base import Buffer
+    from ..backends.wgpu.backend import WgpuBackend
 
 __all__ = ["resolve", "adopt", "DeviceBuffer"]
 
@@ -48,7 +56,8 @@ class DeviceBuffer:
         lay = pin.view_layout
         buf = storage.buffer
         native = getattr(buf, "gpu", None)
-        self.buffer: Any = native if native is not None else getattr(buf, "data")
+        self.buffer: wgpu.GPUBuffer | np.ndarray = (
+            native if native is not None else getattr(buf, "data"))
         self.offset = getattr(buf, "offset", 0) + lay.offset * pin.dtype.itemsize
         self.shape = pin.shape
         self.strides = lay.strides
@@ -56,7 +65,7 @@ class DeviceBuffer:
         self.contiguous = Layout(lay.shape, lay.strides).is_dense  # from ``offset`` on
         self.nbytes = numel(pin.shape) * pin.dtype.itemsize
         rt = getattr(pin.device.backend, "rt", None)
-        self.gpu_device: Any = rt.device if rt is not None else None
+        self.gpu_device: wgpu.GPUDevice | None = rt.device if rt is not None else None
 
     @property
     def released(self) -> bool:
@@ -86,7 +95,7 @@ class _Resolving:
         self.t = t
         self.handle: DeviceBuffer | None = None
 
-    def __await__(self) -> Generator[Any, None, DeviceBuffer]:
+    def __await__(self) -> Generator[object, None, DeviceBuffer]:
         return self._resolve().__await__()
 
     async def _resolve(self) -> DeviceBuffer:
@@ -132,19 +141,19 @@ class _Adopt:
     key: str = "adopt"
     title: str = "Adopt"
 
-    def run(self, backend: Any, loads: list[Any], op: ExternOp) -> list[Storage]:
-        from ..backends.wgpu.runtime import Buffer
+    def run(self, backend: WgpuBackend, loads: list[Buffer], op: ExternOp) -> list[Storage]:
+        from ..backends.wgpu.runtime import Buffer as WgpuBuffer
 
         gpu, offset, nbytes = op.args
         backend.rt.check_alive()
-        return [Storage(Buffer(gpu, gpu.size - offset, nbytes, offset), owned=False)]
+        return [Storage(WgpuBuffer(gpu, gpu.size - offset, nbytes, offset), owned=False)]
 
 
 _ADOPT = _Adopt()
 
 
-def adopt(buffer: Any, shape: tuple[int, ...], dtype: DTypeSpec, *, device: Device | None = None,
-          offset: int = 0) -> Tensor:
+def adopt(buffer: wgpu.GPUBuffer, shape: tuple[int, ...], dtype: DTypeSpec, *,
+          device: Device | None = None, offset: int = 0) -> Tensor:
     """A tensor whose data is ``buffer`` (a wgpu ``GPUBuffer`` of ``device``'s GPU device,
     with STORAGE and COPY_SRC usage), dense from byte ``offset``; no copy is made, and the
     buffer stays the caller's (see the module docs: keep it alive while the tensor is)."""

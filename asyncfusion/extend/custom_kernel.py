@@ -66,8 +66,8 @@ class CustomKernel:
     """A registered WGSL compute kernel; call it on tensors to record one launch."""
 
     def __init__(self, name: str, wgsl: str, inputs: int,
-                 outputs: Callable[..., Any], workgroups: Callable[..., Any],
-                 numpy: Callable[..., Any] | None) -> None:
+                 outputs: Callable[..., object], workgroups: Callable[..., object],
+                 numpy: Callable[..., object] | None) -> None:
         self.name = name
         self.title = f"custom[{name}]"
         self.key = self  # plans are cached per kernel
@@ -180,9 +180,9 @@ class CustomKernel:
         return made
 
 
-def custom_kernel(name: str, *, wgsl: str, inputs: int, outputs: Callable[..., Any],
-                  workgroups: Callable[..., Any],
-                  numpy: Callable[..., Any] | None = None) -> CustomKernel:
+def custom_kernel(name: str, *, wgsl: str, inputs: int, outputs: Callable[..., object],
+                  workgroups: Callable[..., object],
+                  numpy: Callable[..., object] | None = None) -> CustomKernel:
     """Register an opaque WGSL compute kernel (see the module docs for its bindings).
 
     :param inputs: how many input tensors it reads.
@@ -268,7 +268,7 @@ def _groups(name: str, got: Any, limit: int) -> tuple[int, int, int]:
     return x, y, z
 
 
-def _param_words(name: str, params: Sequence[Any]) -> np.ndarray:
+def _param_words(name: str, params: Sequence[object]) -> np.ndarray:
     words = []
     for p in params:
         if isinstance(p, (bool, np.bool_)):

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import re
 import string
-from typing import Any
 from collections.abc import Callable
+
+import numpy as np
 
 from .._core.errors import OptionError
 from ..codegen.wgsl.lowering import Lowering, register_lowering
 from ..codegen.wgsl.types import Ty
 from ..lazy.record import elementwise
-from ..lazy.tensor import Tensor
+from ..lazy.tensor import Operand, Tensor
 from ..ops import PRIMITIVES, Primitive, register
 
 __all__ = ["elementwise_op"]
@@ -25,7 +26,7 @@ __all__ = ["elementwise_op"]
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
-def elementwise_op(name: str, *, wgsl: str, numpy: Callable[..., Any], arity: int = 1,
+def elementwise_op(name: str, *, wgsl: str, numpy: Callable[..., np.ndarray], arity: int = 1,
                    rule: str = "float") -> Callable[..., Tensor]:
     """Register a fusible element-wise op and return the function that records it.
 
@@ -53,7 +54,7 @@ def elementwise_op(name: str, *, wgsl: str, numpy: Callable[..., Any], arity: in
     register(Primitive(name, arity, rule, numpy, wide=False))
     register_lowering(name, Lowering(lower))
 
-    def record(*args: Any) -> Tensor:
+    def record(*args: Operand) -> Tensor:
         return elementwise(name, *args)
 
     record.__name__ = name

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any, cast, ClassVar
 
@@ -27,7 +28,7 @@ from .layout import Layout
 
 __all__ = ["TensorStatus", "TensorIr", "ScalarIr", "OperationIr", "InitOp", "IotaOp",
            "ElementwiseOp", "ReduceOp", "MatmulOp", "GatherOp", "ViewOp", "CatOp", "ExternOp",
-           "DropOp", "Renumber", "numel"]
+           "DropOp", "Renumber", "Signature", "numel"]
 
 
 class TensorStatus(enum.Enum):
@@ -81,6 +82,12 @@ class ScalarIr:
     dtype: DType
 
 
+Signature = tuple[Hashable, ...]
+"""An op's part of a segment's relative signature: hashable values only."""
+_ShapeClass = tuple[tuple[int, ...], bool]  # renumbered dimensions, whether numel % 4 == 0
+_TensorSig = tuple[int, TensorStatus, DType, _ShapeClass, bool]
+
+
 class Renumber:
     """Renumbers tensor ids and dimensions of one segment, collecting the real ids in order."""
 
@@ -90,9 +97,9 @@ class Renumber:
         self.rel: dict[int, int] = {}
         self.dims: dict[int, int] = {1: -1}
         self.ids: list[int] = []
-        self.shapes: dict[tuple[int, ...], tuple[Any, ...]] = {}
+        self.shapes: dict[tuple[int, ...], _ShapeClass] = {}
 
-    def tensor(self, t: TensorIr) -> tuple[Any, ...]:
+    def tensor(self, t: TensorIr) -> _TensorSig:
         tid = t.id
         r = self.rel.get(tid)
         if r is None:
@@ -124,7 +131,7 @@ class OperationIr:
     def title(self) -> str:
         return type(self).__name__.removesuffix("Op")
 
-    def signature(self, rn: Renumber) -> tuple[Any, ...]:
+    def signature(self, rn: Renumber) -> Signature:
         return (self.title(),) + tuple(rn.tensor(t) for t in self.inputs()) + tuple(
             rn.tensor(t) for t in self.outputs())
 
@@ -138,7 +145,7 @@ class OperationIr:
         return f"{self.title()} in=[{ins}] out=[{outs}]"
 
 
-def _rw(t: Any, tid: int) -> Any:
+def _rw(t: TensorIr, tid: int) -> TensorIr:
     if type(t) is TensorIr and t.id == tid:  # not dataclasses.replace: 10x dearer
         return TensorIr(tid, t.shape, t.dtype, TensorStatus.READ_WRITE, t.layout)
     return t
@@ -220,7 +227,7 @@ class ElementwiseOp(OperationIr):
             t += "Scalar"
         return f"{t}({self.compute.short})"
 
-    def signature(self, rn: Renumber) -> tuple[Any, ...]:
+    def signature(self, rn: Renumber) -> Signature:
         # a scalar stands as its dtype (a DType hashes in C, a ScalarIr in Python)
         tensor = rn.tensor
         args = tuple([tensor(a) if type(a) is TensorIr else a.dtype for a in self.args])
@@ -253,7 +260,7 @@ class ReduceOp(OperationIr):
     def title(self) -> str:
         return _title(self.op) + ("Dim" if len(self.axes) < len(self.input.shape) else "")
 
-    def signature(self, rn: Renumber) -> tuple[Any, ...]:
+    def signature(self, rn: Renumber) -> Signature:
         return ("reduce", self.op, self.axes, self.keepdims, rn.tensor(self.input),
                 rn.tensor(self.out))
 
@@ -310,7 +317,7 @@ class GatherOp(OperationIr):
         """The size of the gathered axis: the kernel wraps and clamps indices with it."""
         return (self.input.shape[self.axis],)
 
-    def signature(self, rn: Renumber) -> tuple[Any, ...]:
+    def signature(self, rn: Renumber) -> Signature:
         return ("gather", self.axis, rn.tensor(self.input), rn.tensor(self.index),
                 rn.tensor(self.out))
 
@@ -336,7 +343,7 @@ class ViewOp(OperationIr):
     def title(self) -> str:
         return f"View[{self.kind}]"
 
-    def signature(self, rn: Renumber) -> tuple[Any, ...]:
+    def signature(self, rn: Renumber) -> Signature:
         return ("view", rn.tensor(self.input), rn.tensor(self.out))
 
     def with_last_use(self, tid: int) -> ViewOp:
@@ -357,7 +364,7 @@ class CatOp(OperationIr):
     def outputs(self) -> tuple[TensorIr, ...]:
         return (self.out,)
 
-    def signature(self, rn: Renumber) -> tuple[Any, ...]:
+    def signature(self, rn: Renumber) -> Signature:
         return ("cat", self.axis) + tuple(rn.tensor(t) for t in self.tensors) + (
             rn.tensor(self.out),)
 
@@ -388,7 +395,7 @@ class ExternOp(OperationIr):
     def title(self) -> str:
         return str(self.work.title)
 
-    def signature(self, rn: Renumber) -> tuple[Any, ...]:
+    def signature(self, rn: Renumber) -> Signature:
         return ("extern", self.work.key) + tuple(rn.tensor(t) for t in self.ins) + tuple(
             rn.tensor(t) for t in self.outs)
 
@@ -411,7 +418,7 @@ class DropOp(OperationIr):
     def describe(self) -> str:
         return f"Drop in=[t{self.tensor.id}:{TensorStatus.READ_WRITE.value}] out=[]"
 
-    def signature(self, rn: Renumber) -> tuple[Any, ...]:
+    def signature(self, rn: Renumber) -> Signature:
         return ("Drop", rn.tensor(self.tensor)[0])
 
     def outputs(self) -> tuple[TensorIr, ...]:

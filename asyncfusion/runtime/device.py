@@ -12,11 +12,12 @@ import functools
 import itertools
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import numpy as np
+from anyio.abc import TaskStatus
 from anyio.from_thread import BlockingPortal
 
 from .._debug import in_event_loop
@@ -24,6 +25,7 @@ from ..backends.base import Backend, MemoryStats
 from ..backends.numpy_backend import NumpyBackend
 from ..engine import Fusion, Plain
 from ..engine.executor import Executor, Request
+from ..engine.request import Readable
 from ..engine.streams import StreamId, Streams, current_stream
 from .._core.errors import BlockingCallError, DeviceClosedError, DeviceMismatchError
 from ..ir import OperationIr, TensorIr
@@ -205,7 +207,7 @@ class Device:
         self._server.poke()
 
     # -- requests ------------------------------------------------------------------------
-    async def _request(self, tensor: Any, sync: bool, empty: bool = False
+    async def _request(self, tensor: Readable | None, sync: bool, empty: bool = False
                        ) -> np.ndarray | None:
         if self.closed:
             raise self._server._dead_error()
@@ -216,13 +218,14 @@ class Device:
         call = functools.partial(portal.call, self._in_loop, stream, tensor, sync, empty)
         return await anyio.to_thread.run_sync(call)
 
-    async def _in_loop(self, stream: Any, tensor: Any, sync: bool, empty: bool = False,
+    async def _in_loop(self, stream: Hashable, tensor: Readable | None, sync: bool,
+                       empty: bool = False,
                        settle: bool = True) -> np.ndarray | None:
         if settle:
             await self.transfers.settle()
         return await self._server.request(Request(stream, tensor, empty), sync)
 
-    def _blocking(self, tensor: Any, sync: bool, what: str, settle: bool = True
+    def _blocking(self, tensor: Readable | None, sync: bool, what: str, settle: bool = True
                   ) -> np.ndarray | None:
         if in_event_loop():
             raise BlockingCallError(
@@ -240,7 +243,7 @@ class Device:
             raise DeviceClosedError(f"{self!r} has no running server; use it inside open_device()")
         return self._portal
 
-    async def read_many(self, tensors: tuple[Any, ...]) -> list[np.ndarray]:
+    async def read_many(self, tensors: tuple[Readable, ...]) -> list[np.ndarray]:
         """Read every tensor in one round (see :func:`to_data`)."""
         if self.closed:
             raise self._server._dead_error()
@@ -252,7 +255,8 @@ class Device:
         out: list[np.ndarray] = await anyio.to_thread.run_sync(call)
         return out
 
-    async def _many_in_loop(self, stream: Any, tensors: tuple[Any, ...]) -> list[np.ndarray]:
+    async def _many_in_loop(self, stream: Hashable, tensors: tuple[Readable, ...]
+                            ) -> list[np.ndarray]:
         await self.transfers.settle()
         got = await self._server.request_many([Request(stream, t) for t in tensors])
         out: list[np.ndarray] = []
@@ -261,7 +265,7 @@ class Device:
             out.append(d)
         return out
 
-    async def read(self, tensor: Any) -> np.ndarray:
+    async def read(self, tensor: Readable) -> np.ndarray:
         out = await self._request(tensor, False)
         assert out is not None
         return out
@@ -302,8 +306,8 @@ class Device:
         self.backend.lose(reason)
 
     # -- lifecycle -----------------------------------------------------------------------
-    async def _serve(self, portal: BlockingPortal, *, task_status: Any = anyio.TASK_STATUS_IGNORED
-                     ) -> None:
+    async def _serve(self, portal: BlockingPortal, *,
+                     task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         self._portal = portal
         self._server.on_stop = self._mark_closed
         await self._server.serve(task_status=task_status)
@@ -312,7 +316,7 @@ class Device:
         self._closed = True
 
 
-def as_device(device: Any) -> Device:
+def as_device(device: object) -> Device:
     """``device`` if it is a Device, else a TypeError that says what to pass."""
     if isinstance(device, Device):
         return device

@@ -83,7 +83,7 @@ class DeviceOptions:
     tune_dir: str | os.PathLike[str] | None = None
 
     @staticmethod
-    def of(backend: Any, options: dict[str, Any]) -> DeviceOptions:
+    def of(backend: str, options: dict[str, Any]) -> DeviceOptions:
         """The options that ``open_device(backend, **options)`` names; an unknown name
         is a TypeError that lists the known ones."""
         known = {f.name for f in dataclasses.fields(DeviceOptions)} - {"backend"}
@@ -161,7 +161,7 @@ class DeviceOptions:
         raise OptionError(f"adapter= predicate matched none of this host's adapters: {names}")
 
 
-def _check_int(name: str, value: Any, low: int, optional: bool) -> None:
+def _check_int(name: str, value: object, low: int, optional: bool) -> None:
     if value is None and optional:
         return
     if not isinstance(value, int) or isinstance(value, bool):

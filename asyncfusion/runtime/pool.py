@@ -225,7 +225,7 @@ async def open_pool(backend: str = "wgpu", *, adapters: Sequence[int] | None = N
                 tg.cancel_scope.cancel()
 
 
-async def _keep_open(pool: DevicePool, dev: Device, backend: str, extra: dict[str, Any],
+async def _keep_open(pool: DevicePool, dev: Device, backend: str, extra: dict[str, int],
                      options: dict[str, Any]) -> None:
     """Watch one device of ``pool``; once it is lost, open a new one in its place (the
     lost one closes when its replacement is up)."""

@@ -19,10 +19,11 @@ import gc
 import sys
 import threading
 import time
-from typing import Any
+from collections.abc import Callable
 
 import anyio
 import numpy as np
+from anyio.abc import TaskStatus
 
 from .. import _debug
 from ..engine.executor import Executor, Request
@@ -62,7 +63,8 @@ class Server:
         self.crash: BaseException | None = None  # test hook: raise this in the server loop
         self.stopped = False
         self.forked = False  # this process is a fork of the one that opened the device
-        self.on_stop: Any = None  # called as soon as the server stops taking requests
+        # called as soon as the server stops taking requests
+        self.on_stop: Callable[[], None] | None = None
         self.worker: Worker | None = None
         self.running = False  # a round is on the executor thread
         self.idle: anyio.Event | None = None  # set when the running round ends (closing)
@@ -152,7 +154,7 @@ class Server:
             # now: one more round gives their buffers back promptly.
             self.poke()
 
-    async def serve(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+    async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         self.thread = threading.get_ident()
         if sys.getswitchinterval() > GIL_SWITCH_S:
             sys.setswitchinterval(GIL_SWITCH_S)

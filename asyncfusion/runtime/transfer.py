@@ -18,11 +18,13 @@ from __future__ import annotations
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
+from ..backends.base import Backend, Buffer
 from ..engine.memory import Storage
+from ..engine.request import Readable
 from .._core.errors import ExecutionError
 from ..ir import ExternOp
 
@@ -32,13 +34,13 @@ __all__ = ["CopyWork", "Reader", "Source", "Transfer", "Transfers"]
 class Reader(Protocol):
     """What a copy asks of a device (``Device``): a read, awaited or blocking."""
 
-    async def read(self, tensor: Any) -> np.ndarray: ...
+    async def read(self, tensor: Readable) -> np.ndarray: ...
 
-    def _blocking(self, tensor: Any, sync: bool, what: str, settle: bool = True
+    def _blocking(self, tensor: Readable, sync: bool, what: str, settle: bool = True
                   ) -> np.ndarray | None: ...
 
 
-class Source(Protocol):
+class Source(Readable, Protocol):
     """What a copy reads: a tensor (the front end's handle) on its own device."""
 
     id: int
@@ -109,7 +111,7 @@ class Transfers:
 
 
 # device -> the device its executor thread waits on (a copy read from the executor)
-_waiting: dict[int, Any] = {}
+_waiting: dict[int, Reader] = {}
 _waiting_lock = threading.Lock()
 
 
@@ -119,7 +121,7 @@ def _fetch_blocking(t: Transfer, target: Reader) -> np.ndarray:
     assert src is not None
     source = src.device
     with _waiting_lock:
-        d: Any = source
+        d: Reader | None = source
         while d is not None:
             if d is target:
                 raise ExecutionError(
@@ -148,7 +150,7 @@ class CopyWork:
     key: str = "copy-between-devices"
     title: str = "CopyIn"
 
-    def run(self, backend: Any, loads: list[Any], op: ExternOp) -> list[Storage]:
+    def run(self, backend: Backend, loads: list[Buffer], op: ExternOp) -> list[Storage]:
         t: Transfer = op.args[0]
         try:
             if t.error is not None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any
 
 import wgpu
 
@@ -60,7 +59,7 @@ _cache: list[Adapter] = []
 _lock = threading.Lock()
 
 
-def _facts(index: int, a: Any) -> Adapter:
+def _facts(index: int, a: wgpu.GPUAdapter) -> Adapter:
     info, feats, lim = a.info, a.features, a.limits
     return Adapter(index=index, name=str(info.get("device", "?")),
                    backend=str(info.get("backend_type", "?")),
@@ -82,7 +81,7 @@ def adapters() -> list[Adapter]:
         return list(_cache)
 
 
-def request(index: int) -> Any:
+def request(index: int) -> wgpu.GPUAdapter:
     """A new wgpu adapter object for ``adapters()[index]`` (checked by DeviceOptions)."""
     listed = adapters()[index]
     for i, a in enumerate(wgpu.gpu.enumerate_adapters_sync()):

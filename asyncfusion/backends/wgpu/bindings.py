@@ -10,7 +10,7 @@ plans it:
   launches whose reads and writes each fit one binding. Each buffer is bound from the
   aligned start of the range the piece touches, and the piece's maps are shifted by as
   much; its dense loads and stores become strided ones, so that they may start anywhere.
-* Any other kernel (a reduction, say) binds, of each buffer it reads through a map, only
+* Every other kernel (a reduction, say) binds, of each buffer it reads through a map, only
   the range the map touches: a slice of a large tensor reduces where the slice fits.
 * What neither covers raises :class:`~asyncfusion.LimitError` naming the binding limit,
   the adapter's numbers and what to do.

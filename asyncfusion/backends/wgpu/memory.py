@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from typing import Any
 from collections.abc import Callable
+
+import wgpu
 
 from ..base import MemoryStats
 from ..faults import FaultInjector
@@ -24,12 +25,13 @@ STAGING_CACHE = 512 << 20  # readback (staging) buffers kept for reuse, at most
 
 
 class BufferPool:
-    def __init__(self, create: Callable[[int], Any], faults: FaultInjector,
-                 forget: Callable[[Any], None], max_pooled_bytes: int = STAGING_CACHE) -> None:
+    def __init__(self, create: Callable[[int], wgpu.GPUBuffer], faults: FaultInjector,
+                 forget: Callable[[wgpu.GPUBuffer], None],
+                 max_pooled_bytes: int = STAGING_CACHE) -> None:
         self._create = create
         self._forget = forget
         self._faults = faults
-        self._free: dict[int, list[Any]] = defaultdict(list)
+        self._free: dict[int, list[wgpu.GPUBuffer]] = defaultdict(list)
         self._retired: dict[int, list[Buffer]] = defaultdict(list)
         self._lock = threading.Lock()
         self._max_pooled = max_pooled_bytes
@@ -104,7 +106,7 @@ class BufferPool:
         self.pooled += 1
         self.pooled_bytes += buf.capacity
 
-    def _destroy(self, gpu: Any) -> None:
+    def _destroy(self, gpu: wgpu.GPUBuffer) -> None:
         self._forget(gpu)
         gpu.destroy()
 

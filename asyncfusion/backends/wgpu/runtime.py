@@ -13,7 +13,8 @@ import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Hashable
+from typing import TypedDict
 
 import numpy as np
 import wgpu
@@ -47,7 +48,7 @@ class Buffer:
     """A pooled storage buffer; ``nbytes`` is what the tensor uses of it. A range of a
     buffer (``offset`` > 0, a batched kernel's instance) is bound from ``offset``."""
 
-    gpu: Any
+    gpu: wgpu.GPUBuffer
     capacity: int
     nbytes: int
     offset: int = 0
@@ -63,9 +64,9 @@ class _Batch:
     group depends only on the buffers it binds and is cached.
     """
 
-    encoder: Any = None
-    cpass: Any = None
-    arenas: list[tuple[Any, bytearray]] = field(default_factory=list)
+    encoder: wgpu.GPUCommandEncoder | None = None
+    cpass: wgpu.GPUComputePassEncoder | None = None
+    arenas: list[tuple[wgpu.GPUBuffer, bytearray]] = field(default_factory=list)
     written: list[bytes] = field(default_factory=list)  # what each arena holds on the GPU
     arena: int = -1
     used: int = _ARENA
@@ -141,10 +142,11 @@ class Runtime:
         self.lost: str | None = None
         self.key: RuntimeKey = (max_storage_bindings, workgroup, adapter_index)
         self.users = 0  # asyncfusion devices on this runtime (see get_runtime / detach)
-        self._pipelines: collections.OrderedDict[str, tuple[Any, Any]] = (
+        self._pipelines: collections.OrderedDict[
+            str, tuple[wgpu.GPUComputePipeline, wgpu.GPUBindGroupLayout]] = (
             collections.OrderedDict())
         self.max_pipelines = MAX_PIPELINES_CPU if cpu else MAX_PIPELINES
-        self._groups: dict[tuple[Any, ...], Any] = {}
+        self._groups: dict[tuple[Hashable, ...], wgpu.GPUBindGroup] = {}
         self.pipelines_created = 0
         self.folds_cancellation = self._folds_cancellation()
         self.timestamp_period = timestamp_period(self.queue)
@@ -216,7 +218,8 @@ class Runtime:
         error, with the compiler's text, where the shader does not compile."""
         self.device.create_shader_module(code=wgsl)
 
-    def pipeline(self, wgsl: str, storage: list[str]) -> tuple[Any, Any]:
+    def pipeline(self, wgsl: str, storage: list[str]
+                 ) -> tuple[wgpu.GPUComputePipeline, wgpu.GPUBindGroupLayout]:
         """(pipeline, bind group layout) for a kernel text, compiled once per text.
 
         ``storage`` lists the access ("read" / "read_write") of bindings 1..n; binding 0
@@ -298,13 +301,13 @@ class Runtime:
         cp.dispatch_workgroups(*(groups or self.grid(threads)))
         batch.dispatches += 1
 
-    def copy(self, batch: _Batch, src: Any, dst: Any, nbytes: int, src_offset: int = 0,
-             dst_offset: int = 0) -> None:
+    def copy(self, batch: _Batch, src: wgpu.GPUBuffer, dst: wgpu.GPUBuffer, nbytes: int,
+             src_offset: int = 0, dst_offset: int = 0) -> None:
         """Encode a buffer copy after everything encoded so far (ends the open pass)."""
         self._end_pass(batch)
         self.encoder(batch).copy_buffer_to_buffer(src, src_offset, dst, dst_offset, nbytes)
 
-    def _begin_pass(self, batch: _Batch) -> Any:
+    def _begin_pass(self, batch: _Batch) -> wgpu.GPUComputePassEncoder:
         timer = self._timer
         if timer is None:
             return self.encoder(batch).begin_compute_pass()
@@ -329,7 +332,7 @@ class Runtime:
             batch.cpass.end()
             batch.cpass = None
 
-    def encoder(self, batch: _Batch) -> Any:
+    def encoder(self, batch: _Batch) -> wgpu.GPUCommandEncoder:
         if batch.encoder is None:
             batch.encoder = self.device.create_command_encoder()
         return batch.encoder
@@ -356,7 +359,7 @@ class Runtime:
         batch.dispatches = 0
         return True
 
-    def forget_buffer(self, gpu: Any) -> None:
+    def forget_buffer(self, gpu: wgpu.GPUBuffer) -> None:
         """Drop cached bind groups that bind ``gpu`` (about to be destroyed). Devices that
         share this runtime have executor threads of their own: work on a snapshot."""
         for key in [k for k in list(self._groups) if gpu in k]:
@@ -366,7 +369,7 @@ class Runtime:
         return _Batch()
 
     # -- reading back ------------------------------------------------------------------
-    def read_staging(self, gpu: Any, nbytes: int) -> np.ndarray:
+    def read_staging(self, gpu: wgpu.GPUBuffer, nbytes: int) -> np.ndarray:
         """The first ``nbytes`` of a staging buffer, as a fresh host array, once the work
         submitted so far (which wrote it) is done. Blocks: executor thread only.
 
@@ -383,10 +386,10 @@ class Runtime:
             gpu.unmap()
 
     # -- buffers -----------------------------------------------------------------------
-    def create_storage(self, capacity: int) -> Any:
+    def create_storage(self, capacity: int) -> wgpu.GPUBuffer:
         return self.device.create_buffer(size=capacity, usage=_STORAGE)
 
-    def create_staging(self, capacity: int) -> Any:
+    def create_staging(self, capacity: int) -> wgpu.GPUBuffer:
         return self.device.create_buffer(size=capacity, usage=_STAGING)
 
 
@@ -406,7 +409,13 @@ _NO_ADAPTER = ("wgpu found no GPU adapter. On Debian/Ubuntu install a CPU Vulkan
                "'apt-get install mesa-vulkan-drivers', or use open_device(backend='numpy').")
 # "used": this process set up wgpu; "child": it is a fork of one that had. The parent's
 # runtimes are kept in "kept", never released: releasing wgpu objects in the child hangs.
-_FORK: dict[str, Any] = {"used": False, "child": False, "kept": []}
+class _ForkState(TypedDict):
+    used: bool
+    child: bool
+    kept: list[Runtime]
+
+
+_FORK: _ForkState = {"used": False, "child": False, "kept": []}
 
 
 def _after_fork_in_child() -> None:

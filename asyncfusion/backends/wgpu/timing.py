@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any
-
 import numpy as np
 import wgpu
 
@@ -23,7 +21,7 @@ _RESOLVE = wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
 _READBACK = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
 
 
-def timestamp_period(queue: Any) -> float:
+def timestamp_period(queue: wgpu.GPUQueue) -> float:
     """Nanoseconds per timestamp tick. wgpu-py 0.32 does not wrap
     ``wgpuQueueGetTimestampPeriod``, so it is called through wgpu-native's ffi; where
     that fails, 1.0 (what NVIDIA's and Mesa's Vulkan drivers report)."""
@@ -40,9 +38,9 @@ class TimedSlot:
     """The timestamp queries of one submission."""
 
     timer: GpuTimer
-    queries: Any
-    resolved: Any
-    readback: Any
+    queries: wgpu.GPUQuerySet
+    resolved: wgpu.GPUBuffer
+    readback: wgpu.GPUBuffer
     used: int = 0
 
 
@@ -53,7 +51,7 @@ class GpuTimer:
     nothing is recorded and :meth:`total_ns` is None.
     """
 
-    def __init__(self, device: Any, period: float, available: bool) -> None:
+    def __init__(self, device: wgpu.GPUDevice, period: float, available: bool) -> None:
         self.device = device
         self.period = period
         self.available = available
@@ -64,7 +62,7 @@ class GpuTimer:
         self._pending: list[TimedSlot] = []
         self._free: list[TimedSlot] = []
 
-    def pass_writes(self, slot: TimedSlot | None) -> tuple[TimedSlot | None, dict[str, Any]]:
+    def pass_writes(self, slot: TimedSlot | None) -> tuple[TimedSlot | None, dict[str, object]]:
         """(the batch's slot, ``begin_compute_pass`` keyword arguments) for one more pass
         of a batch whose slot so far is ``slot``."""
         if slot is None:
@@ -78,7 +76,7 @@ class GpuTimer:
                                            "beginning_of_pass_write_index": at,
                                            "end_of_pass_write_index": at + 1}}
 
-    def resolve(self, encoder: Any, slot: TimedSlot) -> None:
+    def resolve(self, encoder: wgpu.GPUCommandEncoder, slot: TimedSlot) -> None:
         """Encode the resolve of ``slot``'s queries at the end of its submission."""
         if slot.used:
             encoder.resolve_query_set(slot.queries, 0, slot.used, slot.resolved, 0)

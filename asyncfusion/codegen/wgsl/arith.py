@@ -10,6 +10,37 @@ from __future__ import annotations
 
 __all__ = ["ARITH_32", "DIVMOD_F32", "ARITH_I64", "ARITH_F64"]
 
+
+def _pow_unsigned(u: str, s: str) -> str:
+    """``a ** b`` of unsigned type ``u`` (literal suffix ``s``) by squaring; it wraps."""
+    return f"""fn af_pow_{u}(a: {u}, b: {u}) -> {u} {{
+  var r = 1{s};
+  var x = a;
+  var e = b;
+  loop {{
+    if (e == 0{s}) {{ break; }}
+    if ((e & 1{s}) == 1{s}) {{ r = r * x; }}
+    x = x * x;
+    e = e >> 1u;
+  }}
+  return r;
+}}
+"""
+
+
+def _pow_signed(i: str, s: str, u: str, to_u: str) -> str:
+    """``a ** b`` of signed type ``i`` (literal suffix ``s``) through ``af_pow_{u}`` (``b``
+    converted by ``to_u``): a negative exponent gives 0, or +-1 for a base of +-1."""
+    return f"""fn af_pow_{i}(a: {i}, b: {i}) -> {i} {{
+  if (b < 0{s}) {{
+    if (a == 1{s}) {{ return 1{s}; }}
+    if (a == -1{s}) {{ return select(-1{s}, 1{s}, (b & 1{s}) == 0{s}); }}
+    return 0{s};
+  }}
+  return bitcast<{i}>(af_pow_{u}(bitcast<{u}>(a), {to_u}(b)));
+}}
+"""
+
 # name -> (text of the scalar helpers, the types it is written for, arity)
 ARITH_32: dict[str, tuple[str, tuple[str, ...], int]] = {
     "af_pow": ("""fn af_pow_f32(a: f32, b: f32) -> f32 {
@@ -60,27 +91,8 @@ fn af_powabs_f32(x: f32, y: f32) -> f32 {
   let r = exp2(f - round(f)) * af_pow2i_f32(clamp(h, -126, 127));
   return r * af_pow2i_f32(clamp(i32(k) - h, -126, 127));
 }
-fn af_pow_u32(a: u32, b: u32) -> u32 {
-  var r = 1u;
-  var x = a;
-  var e = b;
-  loop {
-    if (e == 0u) { break; }
-    if ((e & 1u) == 1u) { r = r * x; }
-    x = x * x;
-    e = e >> 1u;
-  }
-  return r;
-}
-fn af_pow_i32(a: i32, b: i32) -> i32 {
-  if (b < 0) {
-    if (a == 1) { return 1; }
-    if (a == -1) { return select(-1, 1, (b & 1) == 0); }
-    return 0;
-  }
-  return bitcast<i32>(af_pow_u32(bitcast<u32>(a), u32(b)));
-}
-""", ("f32", "i32", "u32"), 2),
+""" + _pow_unsigned("u32", "u") + _pow_signed("i32", "", "u32", "u32"),
+               ("f32", "i32", "u32"), 2),
     "af_floordiv": ("""fn af_floordiv_f32(a: f32, b: f32) -> f32 {
   let xa = bitcast<u32>(a) & 0x7fffffffu;
   let xb = bitcast<u32>(b) & 0x7fffffffu;
@@ -178,27 +190,8 @@ DIVMOD_F32 = _divmod("f32", "u32", "u", 23, 7, "firstLeadingBit(r)")
 # 64-bit integer versions (scalar: 64-bit kernels never run vec4), emitted only into
 # kernels that compute in them.
 ARITH_I64: dict[str, str] = {
-    "af_pow": """fn af_pow_i64(a: i64, b: i64) -> i64 {
-  if (b < 0li) {
-    if (a == 1li) { return 1li; }
-    if (a == -1li) { return select(-1li, 1li, (b & 1li) == 0li); }
-    return 0li;
-  }
-  return bitcast<i64>(af_pow_u64(bitcast<u64>(a), bitcast<u64>(b)));
-}
-fn af_pow_u64(a: u64, b: u64) -> u64 {
-  var r = 1lu;
-  var x = a;
-  var e = b;
-  loop {
-    if (e == 0lu) { break; }
-    if ((e & 1lu) == 1lu) { r = r * x; }
-    x = x * x;
-    e = e >> 1u;
-  }
-  return r;
-}
-""",
+    "af_pow": (_pow_signed("i64", "li", "u64", "bitcast<u64>")
+               + _pow_unsigned("u64", "lu")),
     "af_floordiv": """fn af_floordiv_i64(a: i64, b: i64) -> i64 {
   if (b == 0li) { return 0li; }
   let q = a / b;

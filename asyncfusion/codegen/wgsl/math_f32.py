@@ -24,6 +24,25 @@ __all__ = ["MATH_F32", "NEEDS_F32"]
 _NAN = "bitcast<f32>(0x7fc00000u)"
 _INF = "bitcast<f32>(0x7f800000u)"
 
+
+def _trig(name: str, kernel: str, turn: str, odd: bool) -> str:
+    """``name`` of float32 as ``kernel(r, quadrant)``, with ``turn`` added to the quadrant
+    (cos is sin a quarter turn on): (r, j + 1.5 2^23) from the fast reduction, whose low
+    bits are j mod 4; else on |x| from Payne-Hanek, the sign put back for an ``odd``
+    function. (r + r z p(z) is +0 for r = -0: the kernels keep r where z is 0.)"""
+    far = f"{kernel}(q.x, u32(q.y){turn})"
+    tail = (f"  let v = {far};\n  return select(v, -v, (bitcast<u32>(x) >> 31u) == 1u);\n"
+            if odd else f"  return {far};\n")
+    return f"""fn af_{name}_f32(x: f32) -> f32 {{
+  if (af_trig_ok(x)) {{
+    let q = af_trig_fast(x);
+    return {kernel}(q.x, bitcast<u32>(q.y){turn});
+  }}
+  if (!af_trig_finite(x)) {{ return {_NAN}; }}
+  let q = af_trig_reduce(abs(x));
+{tail}}}
+"""
+
 # name -> (WGSL text of the scalar helper(s), arity of the lane-wise f32 helper named name;
 # 0: no lane-wise variant)
 MATH_F32: dict[str, tuple[str, int]] = {
@@ -338,41 +357,9 @@ fn af_tan_reduced(r: f32, n: u32) -> f32 {
   return select(u, -1.0 / u, (n & 1u) == 1u);
 }
 """, 0),
-    # sin(r + n pi/2) with (r, j + 1.5 2^23) from the fast reduction, whose low bits are j
-    # mod 4; else on |x| from Payne-Hanek, the sign put back. (r + r z p(z) is +0 for r = -0:
-    # sin and tan keep r where z is 0.)
-    "af_sin": (f"""fn af_sin_f32(x: f32) -> f32 {{
-  if (af_trig_ok(x)) {{
-    let q = af_trig_fast(x);
-    return af_sincos(q.x, bitcast<u32>(q.y));
-  }}
-  if (!af_trig_finite(x)) {{ return {_NAN}; }}
-  let q = af_trig_reduce(abs(x));
-  let s = af_sincos(q.x, u32(q.y));
-  return select(s, -s, (bitcast<u32>(x) >> 31u) == 1u);
-}}
-""", 1),
-    "af_cos": (f"""fn af_cos_f32(x: f32) -> f32 {{
-  if (af_trig_ok(x)) {{
-    let q = af_trig_fast(x);
-    return af_sincos(q.x, bitcast<u32>(q.y) + 1u);
-  }}
-  if (!af_trig_finite(x)) {{ return {_NAN}; }}
-  let q = af_trig_reduce(abs(x));
-  return af_sincos(q.x, u32(q.y) + 1u);
-}}
-""", 1),
-    "af_tan": (f"""fn af_tan_f32(x: f32) -> f32 {{
-  if (af_trig_ok(x)) {{
-    let q = af_trig_fast(x);
-    return af_tan_reduced(q.x, bitcast<u32>(q.y));
-  }}
-  if (!af_trig_finite(x)) {{ return {_NAN}; }}
-  let q = af_trig_reduce(abs(x));
-  let t = af_tan_reduced(q.x, u32(q.y));
-  return select(t, -t, (bitcast<u32>(x) >> 31u) == 1u);
-}}
-""", 1),
+    "af_sin": (_trig("sin", "af_sincos", "", odd=True), 1),
+    "af_cos": (_trig("cos", "af_sincos", " + 1u", odd=False), 1),
+    "af_tan": (_trig("tan", "af_tan_reduced", "", odd=True), 1),
     "af_hypot": (f"""fn af_hypot_f32(x: f32, y: f32) -> f32 {{
   let bx = bitcast<u32>(x) & 0x7fffffffu;
   let by = bitcast<u32>(y) & 0x7fffffffu;

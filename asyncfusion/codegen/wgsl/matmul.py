@@ -351,14 +351,10 @@ class _MatmulWriter(_Writer):
         then the epilogue and the stores."""
         k = self.k
         m_d, n_d, k_d, nb = self.m_d, self.n_d, self.k_d, k.rank - 3
-        wg = self.sum_wg
-        self.emit(f"@compute @workgroup_size({wg})", 0)
-        self.emit("fn main(@builtin(global_invocation_id) gid: vec3<u32>, "
-                  "@builtin(num_workgroups) nwg: vec3<u32>) {", 0)
+        self.thread_entry(self.sum_wg)
         self.emit(f"let n_m = {param(HEAD_WORDS + m_d)};")
         self.emit(f"let n_n = {param(HEAD_WORDS + n_d)};")
         self.emit(f"let n_k = {param(HEAD_WORDS + k_d)};")
-        self.emit(f"let i = gid.x + gid.y * nwg.x * {wg}u;")
         self.emit(f"if (i >= {param(0)} * n_m * n_n) {{ return; }}")
         self.emit(f"let c{n_d} = i % n_n;")
         self.emit(f"let c{m_d} = i / n_n % n_m;")

@@ -109,6 +109,14 @@ class _Writer:
     def emit(self, line: str, depth: int = 1) -> None:
         self.lines.append("  " * depth + line)
 
+    def thread_entry(self, wg: int) -> None:
+        """``main`` of a kernel of one thread per element, in workgroups of ``wg`` on a
+        2-D grid: ``i`` is the thread's element."""
+        self.emit(f"@compute @workgroup_size({wg})", 0)
+        self.emit("fn main(@builtin(global_invocation_id) gid: vec3<u32>, "
+                  "@builtin(num_workgroups) nwg: vec3<u32>) {", 0)
+        self.emit(f"let i = gid.x + gid.y * nwg.x * {wg}u;")
+
     # -- declarations --------------------------------------------------------------------
     def declare(self) -> None:
         k = self.k
@@ -340,10 +348,7 @@ class _Writer:
     # -- element-wise schedule -----------------------------------------------------------
     def elementwise(self) -> None:
         k = self.k
-        self.emit(f"@compute @workgroup_size({self.wg})", 0)
-        self.emit("fn main(@builtin(global_invocation_id) gid: vec3<u32>, "
-                  "@builtin(num_workgroups) nwg: vec3<u32>) {", 0)
-        self.emit(f"let i = gid.x + gid.y * nwg.x * {self.wg}u;")
+        self.thread_entry(self.wg)
         self.emit(f"if (i >= {param(0)}) {{ return; }}")
         strided = any(not ld.dense for ld in k.loads) or any(not s.dense for s in k.stores)
         dims = list(range(k.rank))

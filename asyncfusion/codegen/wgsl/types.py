@@ -71,21 +71,21 @@ def convert(expr: str, src: DType, ty: Ty) -> str:
 def isnan(expr: str, vec4: bool, dtype: DType = DType.float32) -> str:
     """NaN test by bits: lavapipe compiles float ``!=`` as an ordered compare. float64
     (never in ``vec4`` kernels) is tested through its int64 bits."""
-    if dtype is DType.float64:
-        return f"((bitcast<i64>({expr}) & {ABS64}) > {INF64})"
-    if vec4:
-        return (f"((bitcast<vec4<u32>>({expr}) & vec4<u32>(0x7fffffffu)) > "
-                f"vec4<u32>(0x7f800000u))")
-    return f"((bitcast<u32>({expr}) & 0x7fffffffu) > 0x7f800000u)"
+    return _magnitude_vs_inf(expr, vec4, dtype, ">")
 
 
 def isinf(expr: str, vec4: bool, dtype: DType) -> str:
+    return _magnitude_vs_inf(expr, vec4, dtype, "==")
+
+
+def _magnitude_vs_inf(expr: str, vec4: bool, dtype: DType, cmp: str) -> str:
+    """``|expr| cmp inf``, compared on the bits (the sign bit masked off)."""
     if dtype is DType.float64:
-        return f"((bitcast<i64>({expr}) & {ABS64}) == {INF64})"
+        return f"((bitcast<i64>({expr}) & {ABS64}) {cmp} {INF64})"
     if vec4:
-        return (f"((bitcast<vec4<u32>>({expr}) & vec4<u32>(0x7fffffffu)) == "
+        return (f"((bitcast<vec4<u32>>({expr}) & vec4<u32>(0x7fffffffu)) {cmp} "
                 f"vec4<u32>(0x7f800000u))")
-    return f"((bitcast<u32>({expr}) & 0x7fffffffu) == 0x7f800000u)"
+    return f"((bitcast<u32>({expr}) & 0x7fffffffu) {cmp} 0x7f800000u)"
 
 
 def lanes(name: str, t: str, arity: int) -> str:
