@@ -74,3 +74,15 @@ def check_size(shape: tuple[int, ...], device: Buffers, what: str,
             f"{what}: a tensor of shape {shape} needs {nbytes} bytes, more than this device's "
             f"largest buffer (the adapter's max-buffer-size: {device.max_buffer_size} "
             "bytes); split the work into smaller tensors")
+
+
+def fits_region(shape: tuple[int, ...], region: tuple[int, ...], what: str) -> tuple[int, ...]:
+    """``shape`` with the leading 1s beyond ``region``'s rank dropped, once it is checked to
+    broadcast to ``region`` (as numpy assigns); a ShapeError naming ``what`` otherwise."""
+    while len(shape) > len(region) and shape[0] == 1:
+        shape = shape[1:]
+    if len(shape) > len(region) or any(
+            v not in (1, r) for v, r in zip(reversed(shape), reversed(region), strict=False)):
+        raise ShapeError(f"{what}: a value of shape {shape} does not broadcast to the "
+                         f"selected region's shape {region}")
+    return shape

@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from .._core.dtype import DType
 from .._core.errors import IndexingError, LimitError, ShapeError, device_mismatch
-from .._core.shapes import broadcast_shapes
+from .._core.shapes import broadcast_shapes, fits_region
 from ..lazy.record import elementwise
 from ..lazy.tensor import Operand, Tensor
 from .creation import arange, tensor
@@ -369,11 +369,6 @@ def _value_strides(shape: tuple[int, ...], region: tuple[int, ...], what: str) -
     """Per axis of ``region``, the step in ``value``'s flat elements (0 where it
     broadcasts), or an error when it does not broadcast (leading 1s beyond the region's
     rank allowed, as numpy)."""
-    while len(shape) > len(region) and shape[0] == 1:
-        shape = shape[1:]
-    if len(shape) > len(region) or any(
-            v not in (1, r) for v, r in zip(reversed(shape), reversed(region), strict=False)):
-        raise ShapeError(f"{what}: a value of shape {shape} does not broadcast to the "
-                         f"selected region's shape {region}")
+    shape = fits_region(shape, region, what)
     full = (1,) * (len(region) - len(shape)) + shape
     return [math.prod(full[j + 1:]) if n != 1 else 0 for j, n in enumerate(full)]

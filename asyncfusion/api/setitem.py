@@ -20,7 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._core.dtype import DType
-from .._core.errors import DTypeError, IndexingError, ShapeError, device_mismatch
+from .._core.errors import DTypeError, IndexingError, device_mismatch
+from .._core.shapes import fits_region
 from ..ir import IndexItem, numel
 from ..lazy.record import elementwise, float_scalar, scalar_dtype
 from ..lazy.tensor import Key, Operand, Tensor
@@ -67,7 +68,7 @@ def assigned(t: Tensor, key: Key, value: Operand) -> Tensor:
     region = tuple(1 if it.kind == "new" else it.length for it in items if it.kind != "int")
     region += t.shape[sum(it.kind != "new" for it in items):]
     if type(value) is Tensor:
-        _check_fits(value.shape, region)
+        fits_region(value.shape, region, "t[key] = value")
     if numel(region) == 0:
         return t  # nothing selected
     axes = _axes(items, t.ndim)
@@ -84,17 +85,6 @@ def assigned(t: Tensor, key: Key, value: Operand) -> Tensor:
     if mask is None:
         return _filled(t, value)
     return where(mask, value, t)
-
-
-def _check_fits(shape: tuple[int, ...], region: tuple[int, ...]) -> None:
-    """A value of ``shape`` must broadcast to ``region`` (leading 1s beyond its rank
-    allowed, as numpy)."""
-    while len(shape) > len(region) and shape[0] == 1:
-        shape = shape[1:]
-    if len(shape) > len(region) or any(
-            v not in (1, r) for v, r in zip(reversed(shape), reversed(region), strict=False)):
-        raise ShapeError(f"t[key] = value: a value of shape {shape} does not broadcast to "
-                         f"the selected region's shape {region}")
 
 
 def _value(t: Tensor, value: Operand) -> Operand:

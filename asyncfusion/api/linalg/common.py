@@ -9,7 +9,7 @@ from ..._core.dtype import DType
 from ..._core.errors import DTypeError, ShapeError
 from ...lazy.tensor import Tensor
 
-__all__ = ["Stack", "stack_of", "eps"]
+__all__ = ["Stack", "floating", "stack_of", "eps"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,15 +35,21 @@ class Stack:
         return t if t.dtype is self.out else t.astype(self.out)
 
 
-def stack_of(x: object, what: str, *, square: bool) -> Stack:
-    """``x`` checked as a stack of matrices (``(..., M, N)``; ``square``: M == N) of a
-    floating dtype."""
+def floating(x: object, what: str) -> Tensor:
+    """``x`` checked as a tensor of a floating dtype."""
     if type(x) is not Tensor:
         raise TypeError(f"{what} needs an asyncfusion Tensor, not {type(x).__name__}; "
                         "convert with asyncfusion.asarray()")
     if not x.dtype.is_float:
         raise DTypeError(f"{what} needs a floating-point tensor, not {x.dtype.label}; cast "
                          "with .astype(asyncfusion.float32) (or float64) first")
+    return x
+
+
+def stack_of(x: object, what: str, *, square: bool) -> Stack:
+    """``x`` checked as a stack of matrices (``(..., M, N)``; ``square``: M == N) of a
+    floating dtype."""
+    x = floating(x, what)
     if x.ndim < 2:
         raise ShapeError(f"{what} needs a stack of matrices (..., M, N), got shape {x.shape}")
     rows, cols = x.shape[-2:]

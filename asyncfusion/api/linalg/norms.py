@@ -11,20 +11,10 @@ from ..._core.errors import AxisError, DTypeError, ShapeError
 from ..reductions import reduce
 from ..._core.shapes import normalize_axis
 from ...lazy.tensor import Tensor
-from .common import stack_of
+from .common import floating, stack_of
 from .factor import svdvals
 
 __all__ = ["vector_norm", "matrix_norm"]
-
-
-def _floating(x: object, what: str) -> Tensor:
-    if type(x) is not Tensor:
-        raise TypeError(f"{what} needs an asyncfusion Tensor, not {type(x).__name__}; "
-                        "convert with asyncfusion.asarray()")
-    if not x.dtype.is_float:
-        raise DTypeError(f"{what} needs a floating-point tensor, not {x.dtype.label}; cast "
-                         "with .astype(asyncfusion.float32) (or float64) first")
-    return x
 
 
 def vector_norm(x: Tensor, /, *, axis: int | Sequence[int] | None = None,
@@ -32,7 +22,7 @@ def vector_norm(x: Tensor, /, *, axis: int | Sequence[int] | None = None,
     """The ``ord``-norm over ``axis`` (an int, a tuple of axes, or None: all elements as
     one vector): ``inf`` the largest magnitude, ``-inf`` the smallest, 0 the count of
     non-zero elements, otherwise ``sum(|x|**ord) ** (1/ord)``."""
-    x = _floating(x, "vector_norm")
+    x = floating(x, "vector_norm")
     if isinstance(ord, bool) or not isinstance(ord, (int, float)):
         raise TypeError(f"vector_norm: ord must be a number (inf, -inf included), not {ord!r}")
     if axis is None:
@@ -65,7 +55,7 @@ def matrix_norm(x: Tensor, /, *, keepdims: bool = False,
     ``"nuc"`` (the sum of the singular values), 1 / -1 (the largest / smallest column
     sum of magnitudes), inf / -inf (the same of rows), 2 / -2 (the largest / smallest
     singular value)."""
-    x = _floating(x, "matrix_norm")
+    x = floating(x, "matrix_norm")
     if isinstance(ord, bool) or ord not in _ORDS:
         raise ValueError(f"matrix_norm: ord must be one of 'fro', 'nuc', 1, -1, 2, -2, inf, "
                          f"-inf, not {ord!r}")
