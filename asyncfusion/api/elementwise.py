@@ -72,7 +72,7 @@ def stub() -> str:
     lines = ["# The element-wise functions' signatures, written from the op registry by",
              "# asyncfusion.api.elementwise.stub(): edit the registry, not this file.",
              "from ..lazy.tensor import Operand, Tensor", "",
-             f"__all__ = {__all__!r}", ""]
+             "__all__ = [", *(f"    {n!r}," for n in __all__), "]", ""]
     for name in sorted(FUNCTIONS):
         params = ", ".join(f"{a}: Operand" for a in inspect.signature(FUNCTIONS[name])
                            .parameters)
