@@ -96,3 +96,19 @@ def test_identities_are_written_per_accumulator_dtype() -> None:
         empty = REDUCTIONS[name].numpy(np.zeros((0,), np.float32), (0,))
         expect = {Identity.ZERO: 0, Identity.ONE: 1}[REDUCTIONS[name].identity]
         assert float(empty[0]) == expect
+
+
+def test_a_reduction_names_what_folds_its_partials_in_the_registry():
+    """A split reduction combines chunks with the entry's ``combine``: an element-wise op,
+    or for an arg reduction its value's reduction (and ``better`` a comparison)."""
+    for r in REDUCTIONS.values():
+        if r.arg:
+            assert r.combine in REDUCTIONS and not REDUCTIONS[r.combine].arg
+            assert r.better in ("gt", "lt") and PRIMITIVES[r.better].rule == "compare"
+            assert not r.empty
+        else:
+            assert PRIMITIVES[r.combine].arity == 2 and r.better is None
+            folded = PRIMITIVES[r.combine].numpy
+            x = np.array([3, 1, 2], np.int32) if not r.logical else np.array([1, 0, 1], bool)
+            whole = r.numpy(x, (0,))[0]
+            assert folded(r.numpy(x[:1], (0,))[0], r.numpy(x[1:], (0,))[0]) == whole

@@ -49,14 +49,13 @@ def reduce(op: str, x: Tensor, axis: Axes = None, keepdims: bool = False) -> Ten
     if spec.arg and isinstance(axis, (tuple, list)):
         raise AxisError(f"{what} takes one axis or None (all axes, flattened), not {axis!r}")
     axes = _axes(x, axis, what)
-    if op in ("any", "all"):
+    if spec.logical:
         if x.dtype is not DType.bool:
             x = x != 0
     elif x.dtype is DType.bool:
         raise DTypeError(f"{what} is not defined for bool tensors; use "
                          ".astype(asyncfusion.int32) first (or any()/all())")
-    if numel(tuple(x.shape[d] for d in axes)) == 0 and op in ("max", "min", "argmax",
-                                                               "argmin"):
+    if numel(tuple(x.shape[d] for d in axes)) == 0 and not spec.empty:
         raise ShapeError(f"{what} of an empty tensor (shape {x.shape}) has no value; "
                          "check the size before reducing")
     dtype = spec.out_dtype(x.dtype)
@@ -135,14 +134,11 @@ def argmin(x: Tensor, /, axis: int | None = None, keepdims: bool = False) -> Ten
 # the chunks' results; a tail shorter than a chunk folds on its own and is combined.
 _SPLIT_AT = 1 << 22
 _CHUNK = 1 << 14
-_COMBINE = {"sum": "add", "prod": "mul", "max": "maximum", "min": "minimum",
-            "any": "logical_or", "all": "logical_and"}
-
-
 def _split(op: str, x: Tensor, axes: tuple[int, ...], shape: tuple[int, ...]) -> Tensor:
     """``reduce(op, x, axes)`` (of shape ``shape``) with the reduced axes flattened into
     one row per kept index, folded chunk by chunk and then across the chunks."""
-    if x.dtype is DType.float16 and op in ("sum", "prod"):  # accumulate in float32
+    spec = REDUCTIONS[op]
+    if x.dtype is DType.float16 and spec.widens:  # accumulate in float32
         return _split(op, x.astype(DType.float32), axes, shape).astype(DType.float16)
     kept = [d for d in range(x.ndim) if d not in axes]
     lead = tuple(x.shape[d] for d in kept)
@@ -151,12 +147,12 @@ def _split(op: str, x: Tensor, axes: tuple[int, ...], shape: tuple[int, ...]) ->
     m = n // _CHUNK * _CHUNK
     chunked = rows[..., :m].reshape(*lead, m // _CHUNK, _CHUNK)
     tail = rows[..., m:] if m < n else None
-    if REDUCTIONS[op].arg:
+    if spec.arg:
         out = _split_arg(op, chunked, tail, m)
     else:
         out = reduce(op, reduce(op, chunked, -1), -1)
         if tail is not None:
-            out = elementwise(_COMBINE[op], out, reduce(op, tail, -1))
+            out = elementwise(spec.combine, out, reduce(op, tail, -1))
     return out.reshape(*shape)
 
 
@@ -164,7 +160,8 @@ def _split_arg(op: str, chunked: Tensor, tail: Tensor | None, m: int) -> Tensor:
     """argmax/argmin in two stages: each chunk's best, the best chunk (ties: the first,
     as the earlier index), then the tail's best where it is strictly better (or NaN
     where the rest holds none: numpy's first NaN)."""
-    fold = "max" if op == "argmax" else "min"
+    spec = REDUCTIONS[op]
+    fold, better_op = spec.combine, spec.better or "gt"
     at = reduce(op, chunked, -1, keepdims=True)  # (..., chunks, 1)
     best = take_along_axis(chunked, at, -1)[..., 0]  # (..., chunks)
     which = reduce(op, best, -1, keepdims=True)  # (..., 1)
@@ -173,7 +170,7 @@ def _split_arg(op: str, chunked: Tensor, tail: Tensor | None, m: int) -> Tensor:
         return index
     value = reduce(fold, best, -1)
     t_value, t_index = reduce(fold, tail, -1), reduce(op, tail, -1) + m
-    better = (t_value > value) if op == "argmax" else (t_value < value)
+    better = elementwise(better_op, t_value, value)
     if chunked.dtype.is_float:
         better = better | (t_value.isnan() & ~value.isnan())
     return elementwise("where", better, t_index, index)

@@ -27,13 +27,24 @@ class Identity(enum.Enum):
 @dataclass(frozen=True, slots=True)
 class Reduction:
     """A reduction: its numpy twin over a tuple of axes with keepdims, and the
-    ``identity`` its fold starts from. ``arg`` reductions fold (value, index) pairs and
-    give the index."""
+    ``identity`` its fold starts from.
+
+    ``combine``: the element-wise op that folds two partial results (a reduction split in
+    chunks). ``logical``: it reads its input as truth values (any, all). ``empty``: it
+    has a value over no elements (its identity); the others refuse an empty input.
+    ``widens``: 16-bit integers give results in their 32-bit lanes (sum, prod). ``arg``
+    reductions fold (value, index) pairs and give the index; ``combine`` is then the
+    value's own reduction and ``better`` the comparison that makes one value win."""
 
     name: str
     numpy: Callable[[np.ndarray, tuple[int, ...]], np.ndarray]
     identity: Identity
+    combine: str
     arg: bool = False
+    logical: bool = False
+    empty: bool = True
+    widens: bool = False
+    better: str | None = None
 
     def acc_dtype(self, src: DType) -> DType:
         """bool folds as uint32 words, float16 in float32 (rounded once at the end),
@@ -47,7 +58,7 @@ class Reduction:
         Array API's default integer widths here), other results keep ``src``."""
         if self.arg:
             return DType.int32
-        return src.lane if self.name in ("sum", "prod") else src
+        return src.lane if self.widens else src
 
 
 def _np_arg(fn: Callable[..., np.ndarray]) -> Callable[[np.ndarray, tuple[int, ...]],
@@ -65,13 +76,19 @@ def _np_arg(fn: Callable[..., np.ndarray]) -> Callable[[np.ndarray, tuple[int, .
 
 REDUCTIONS: dict[str, Reduction] = {r.name: r for r in [
     Reduction("sum", lambda x, ax: np.sum(x, axis=ax, keepdims=True, dtype=x.dtype),
-              Identity.ZERO),
+              Identity.ZERO, "add", widens=True),
     Reduction("prod", lambda x, ax: np.prod(x, axis=ax, keepdims=True, dtype=x.dtype),
-              Identity.ONE),
-    Reduction("max", lambda x, ax: np.max(x, axis=ax, keepdims=True), Identity.LOWEST),
-    Reduction("min", lambda x, ax: np.min(x, axis=ax, keepdims=True), Identity.HIGHEST),
-    Reduction("any", lambda x, ax: np.any(x, axis=ax, keepdims=True), Identity.ZERO),
-    Reduction("all", lambda x, ax: np.all(x, axis=ax, keepdims=True), Identity.ONE),
-    Reduction("argmax", _np_arg(np.argmax), Identity.LOWEST, arg=True),
-    Reduction("argmin", _np_arg(np.argmin), Identity.HIGHEST, arg=True),
+              Identity.ONE, "mul", widens=True),
+    Reduction("max", lambda x, ax: np.max(x, axis=ax, keepdims=True), Identity.LOWEST,
+              "maximum", empty=False),
+    Reduction("min", lambda x, ax: np.min(x, axis=ax, keepdims=True), Identity.HIGHEST,
+              "minimum", empty=False),
+    Reduction("any", lambda x, ax: np.any(x, axis=ax, keepdims=True), Identity.ZERO,
+              "logical_or", logical=True),
+    Reduction("all", lambda x, ax: np.all(x, axis=ax, keepdims=True), Identity.ONE,
+              "logical_and", logical=True),
+    Reduction("argmax", _np_arg(np.argmax), Identity.LOWEST, "max", arg=True, empty=False,
+              better="gt"),
+    Reduction("argmin", _np_arg(np.argmin), Identity.HIGHEST, "min", arg=True, empty=False,
+              better="lt"),
 ]}

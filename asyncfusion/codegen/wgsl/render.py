@@ -375,7 +375,7 @@ class _Writer:
             self.emit(f"var<workgroup> red_v{_nth(p)}: array<{WGSL_TYPE[red.acc]}, {wg}>;", 0)
             if REDUCTIONS[red.op].arg:
                 self.emit(f"var<workgroup> red_i{_nth(p)}: array<u32, {wg}>;", 0)
-                self._better(red.acc, red.op == "argmax")
+                self._better(red.acc, REDUCTIONS[red.op].better == "gt")
         self.emit(f"@compute @workgroup_size({wg})", 0)
         sgs = ", @builtin(subgroup_size) sgs: u32" if self.subgroups else ""
         self.emit("fn main(@builtin(local_invocation_index) lid: u32, "
