@@ -24,6 +24,9 @@ class Buffers(Protocol):
     @property
     def max_buffer_size(self) -> int: ...
 
+    @property
+    def max_binding(self) -> int: ...
+
 
 def broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...], what: str) -> tuple[int, ...]:
     """numpy's broadcasting rule, with an error that names both shapes."""
@@ -86,3 +89,15 @@ def fits_region(shape: tuple[int, ...], region: tuple[int, ...], what: str) -> t
         raise ShapeError(f"{what}: a value of shape {shape} does not broadcast to the "
                          f"selected region's shape {region}")
     return shape
+
+
+def check_binding(nbytes: int, device: Buffers, what: str, remedy: str) -> None:
+    """Refuse, where it is called, an op that must bind ``nbytes`` of one tensor in one
+    kernel when that is more than one storage binding reaches (element-wise ops split
+    their bindings; reductions, products, gathers and sorts do not)."""
+    if nbytes > device.max_binding:
+        raise LimitError(
+            f"{what} reads {nbytes} bytes of one tensor in one kernel, more than this "
+            f"adapter's max-storage-buffer-binding-size ({device.max_binding} bytes; its "
+            f"max-buffer-size, the largest tensor, is {device.max_buffer_size} bytes). "
+            f"Element-wise ops split such bindings; this one cannot: {remedy}")

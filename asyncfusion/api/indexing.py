@@ -30,8 +30,8 @@ from typing import Any
 
 from .._core.dtype import DType, int_range
 from .._core.errors import DTypeError, IndexingError, LimitError, ShapeError, device_mismatch
-from .._core.shapes import broadcast_shapes, check_size, normalize_axis
-from ..ir import GatherOp
+from .._core.shapes import broadcast_shapes, check_binding, check_size, normalize_axis
+from ..ir import GatherOp, numel
 from ..lazy.record import elementwise
 from ..lazy.tensor import Tensor
 from . import selection, sorting
@@ -70,6 +70,8 @@ def take_along_axis(x: Tensor, index: Any, axis: int = -1) -> Tensor:
     what = "take_along_axis"
     if type(x) is not Tensor:
         raise TypeError(f"{what} needs an asyncfusion Tensor, not {type(x).__name__}")
+    check_binding(numel(x.shape) * x.dtype.itemsize, x.device, what,
+                  "gather from parts of it (t[:h], t[h:]) and combine the results")
     index = _indices(index, x, what)
     if index.ndim != x.ndim:
         raise ShapeError(f"{what}: indices of shape {index.shape} need the tensor's rank "
@@ -162,6 +164,8 @@ def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True) -> tuple[Tenso
     if x.dtype is DType.bool:
         raise DTypeError("topk is not defined for bool tensors; cast with "
                          ".astype(asyncfusion.int32) first")
+    check_binding(numel(x.shape) * x.dtype.itemsize, x.device, "topk",
+                  "take the top k of parts of it and then the top k of those")
     ax = normalize_axis(axis, x.ndim, "topk")
     n = x.shape[ax]
     if not 1 <= k <= n:
@@ -237,6 +241,8 @@ def argsort(x: Tensor, axis: int = -1, descending: bool = False, *,
         raise TypeError(f"argsort needs an asyncfusion Tensor, not {type(x).__name__}")
     if x.dtype is DType.bool:
         x = x.astype(DType.int32)
+    check_binding(numel(x.shape) * x.dtype.itemsize, x.device, "argsort",
+                  "sort parts of it and merge them")
     ax = normalize_axis(axis, x.ndim, "argsort")
     n = x.shape[ax]
     if n > _RANK_SORT and x.dtype in sorting.SORTABLE and x.size:

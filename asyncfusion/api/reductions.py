@@ -14,7 +14,7 @@ import builtins
 
 from .._core.dtype import DType, DTypeSpec, as_dtype
 from .._core.errors import AxisError, DTypeError, ShapeError
-from .._core.shapes import check_size, normalize_axis
+from .._core.shapes import check_binding, check_size, normalize_axis
 from ..ir import ReduceOp, numel
 from ..lazy.record import elementwise
 from ..lazy.tensor import Axes, Scalar, Tensor
@@ -49,6 +49,8 @@ def reduce(op: str, x: Tensor, axis: Axes = None, keepdims: bool = False) -> Ten
     if spec.arg and isinstance(axis, (tuple, list)):
         raise AxisError(f"{what} takes one axis or None (all axes, flattened), not {axis!r}")
     axes = _axes(x, axis, what)
+    check_binding(numel(x.shape) * x.dtype.itemsize, x.device, what,
+                  "reduce parts of it and combine them, e.g. t[:h].sum() + t[h:].sum()")
     if spec.logical:
         if x.dtype is not DType.bool:
             x = x != 0

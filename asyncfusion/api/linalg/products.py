@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from ..creation import arange
 from ..._core.dtype import DType, promote
 from ..._core.errors import AxisError, device_mismatch, DTypeError, ShapeError
-from ...ir import Layout, MatmulOp
+from ...ir import Layout, MatmulOp, numel
 from ..reductions import reduce, sum as _sum
-from ..._core.shapes import broadcast_shapes, check_size, normalize_axis
+from ..._core.shapes import broadcast_shapes, check_binding, check_size, normalize_axis
 from ...lazy.tensor import Tensor
 from ..elementwise import where
 from ..views import broadcast_to, view
@@ -46,6 +46,9 @@ def matmul(a: Tensor, b: Tensor, /) -> Tensor:
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"matmul (@) needs operands with at least 1 dimension, got shapes "
                          f"{a.shape} and {b.shape}; multiply by a scalar with * instead")
+    for t in (a, b):
+        check_binding(numel(t.shape) * t.dtype.itemsize, t.device, "matmul (@)",
+                      "multiply blocks of rows (a[:h] @ b, a[h:] @ b) and concatenate them")
     dtype = promote(a.dtype, b.dtype, "matmul (@)")
     if dtype is DType.bool:
         raise DTypeError("matmul (@) is not defined for bool tensors; cast with "
