@@ -123,6 +123,14 @@ def test_repeat_reads_a_tensor_of_counts_outside_an_event_loop():
     np.testing.assert_array_equal(got.numpy(), np.repeat(x, [2, 0, 1], axis=1))
     np.testing.assert_array_equal(af.repeat(af.tensor(x), af.tensor(2)).numpy(),
                                   np.repeat(x, 2))
+    # one count in a 1-d tensor or list broadcasts to the axis, an empty one included
+    for one in (af.tensor([3], dtype=af.int16), [3]):
+        np.testing.assert_array_equal(af.repeat(af.tensor(x), one, axis=0).numpy(),
+                                      np.repeat(x, [3], axis=0))
+    assert af.repeat(af.zeros((0,), dtype=af.bool), af.tensor([2], dtype=af.int16)).shape == (0,)
+    for bad in ([1, 2], [[1, 1, 1]], -1):
+        with pytest.raises(af.ShapeError, match="non-negative int, one or 3 of them"):
+            af.repeat(af.tensor(x), bad, axis=1)
 
 
 async def test_repeat_with_a_tensor_of_counts_inside_a_loop_names_the_await(dev):
