@@ -60,9 +60,10 @@ def coverage(af: Any) -> dict[str, tuple[str, str]]:
     for names in STANDARD.values():
         for name in names:
             if callable(getattr(af, name, None)) and not isinstance(getattr(af, name), type):
-                # a coroutine function waits for data (nonzero: its size depends on it)
-                wait = "await " if inspect.iscoroutinefunction(getattr(af, name)) else ""
-                out[name] = ("function", f"`{wait}af.{name}`")
+                # a function whose result's size depends on data returns an awaitable
+                # inside an event loop (nonzero: OrAwaitable[...])
+                wait = " (awaited in an event loop)" if _waits(getattr(af, name)) else ""
+                out[name] = ("function", f"`af.{name}`{wait}")
             elif callable(getattr(tensor, name, None)):
                 out[name] = ("method", f"`Tensor.{name}`")
             elif name in OPERATORS and OPERATORS[name] in vars(tensor):
@@ -70,6 +71,11 @@ def coverage(af: Any) -> dict[str, tuple[str, str]]:
             else:
                 out[name] = ("missing", "")
     return out
+
+
+def _waits(func: Any) -> bool:
+    return inspect.iscoroutinefunction(func) or "OrAwaitable" in str(
+        inspect.signature(func).return_annotation)
 
 
 def table(af: Any) -> str:

@@ -123,6 +123,14 @@ def test_repeat_reads_a_tensor_of_counts_outside_an_event_loop():
     np.testing.assert_array_equal(got.numpy(), np.repeat(x, [2, 0, 1], axis=1))
     np.testing.assert_array_equal(af.repeat(af.tensor(x), af.tensor(2)).numpy(),
                                   np.repeat(x, 2))
+    # one count in a 1-d tensor or list broadcasts to the axis, an empty one included
+    for one in (af.tensor([3], dtype=af.int16), [3]):
+        np.testing.assert_array_equal(af.repeat(af.tensor(x), one, axis=0).numpy(),
+                                      np.repeat(x, [3], axis=0))
+    assert af.repeat(af.zeros((0,), dtype=af.bool), af.tensor([2], dtype=af.int16)).shape == (0,)
+    for bad in ([1, 2], [[1, 1, 1]], -1):
+        with pytest.raises(af.ShapeError, match="non-negative int, one or 3 of them"):
+            af.repeat(af.tensor(x), bad, axis=1)
 
 
 async def test_repeat_with_a_tensor_of_counts_inside_a_loop_names_the_await(dev):
@@ -145,3 +153,25 @@ async def test_isin_takes_a_python_int_on_either_side(dev):
         af.isin(1, 2)
     with pytest.raises(TypeError, match="a tensor or a Python int"):
         af.isin(t, 1.5)
+
+
+def test_slice_bounds_take_0d_integer_tensors_and_other_index_objects():
+    x = np.arange(10, dtype=np.float32)
+    t = af.tensor(x)
+    start, stop, step = (af.tensor(v, dtype=af.int32) for v in (2, 9, 3))
+    np.testing.assert_array_equal(t[start:stop:step].numpy(), x[2:9:3])
+    np.testing.assert_array_equal(t[np.int64(-3):].numpy(), x[-3:])
+    ends = af.cumulative_sum(af.tensor([1, 2, 3], dtype=af.int32))  # repeat's test: a
+    np.testing.assert_array_equal(t[ends[0]:ends[1]].numpy(), x[1:3])  # running count
+    with pytest.raises(af.IndexingError, match="__index__"):
+        t[True:3]
+    with pytest.raises(af.IndexingError, match="__index__"):
+        t["a":3]
+    with pytest.raises(TypeError, match="0-d integer tensors"):
+        t[af.tensor(1.5):]
+
+
+async def test_a_tensor_slice_bound_inside_a_loop_names_the_await(dev):
+    t = af.arange(10, device=dev)
+    with pytest.raises(af.BlockingCallError, match="operator.index"):
+        t[af.tensor(2, dtype=af.int32, device=dev):]

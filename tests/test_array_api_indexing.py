@@ -1,7 +1,7 @@
 """Array API 2024.12 names and integer-array indexing, with array_api_strict as the oracle:
 ``t[i, j]`` with integer tensors (and ints), a 0-d integer index, ``af.bool``,
 ``__array_api_version__``, ``linalg.vecdot``/``matrix_transpose``, ``to_device`` and the
-DLPack methods (a lazy tensor refuses ``__dlpack__`` and says how to read it)."""
+DLPack methods (a host copy outside an event loop; inside one they name the await)."""
 
 from __future__ import annotations
 
@@ -107,11 +107,30 @@ async def test_to_device(dev, ref):
         t.to_device("cpu")
 
 
-async def test_dlpack_reports_the_device_and_refuses_a_lazy_export(dev, ref):
-    assert af.tensor(A, device=ref).__dlpack_device__() == (1, 0)  # host memory
-    t = af.tensor(A, device=dev)
-    kind = dev.backend.rt.adapter_info["backend_type"]
-    assert t.__dlpack_device__() == ({"Vulkan": 7, "Metal": 8}.get(kind, 12), 0)
-    with pytest.raises(BufferError, match=r"np.from_dlpack\(await t.to_data\(\)\)"):
-        t.__dlpack__()
-    np.testing.assert_array_equal(np.from_dlpack(await t.to_data()), A)
+async def test_dlpack_inside_a_loop_reports_the_host_and_names_the_await(dev, ref):
+    for d in (dev, ref):
+        t = af.tensor(A, device=d)
+        assert t.__dlpack_device__() == (1, 0)  # the export is a host copy
+        with pytest.raises(af.BlockingCallError, match=r"np.from_dlpack\(await t.to_data\(\)\)"):
+            t.__dlpack__()
+        with pytest.raises(af.BlockingCallError):
+            np.from_dlpack(t)
+        np.testing.assert_array_equal(np.from_dlpack(await t.to_data()), A)
+
+
+def test_dlpack_outside_a_loop_exports_a_host_copy():
+    t = af.tensor(A) * 2
+    np.testing.assert_array_equal(np.from_dlpack(t), A * 2)
+    np.testing.assert_array_equal(np.from_dlpack(t, device="cpu", copy=True), A * 2)
+    for version in (None, (0, 0), (1, 0), (2, 0)):
+        assert type(t.__dlpack__(max_version=version, dl_device=(1, 0))).__name__ == "PyCapsule"
+    np.testing.assert_array_equal(np.from_dlpack(af.tensor([True, False])), [True, False])
+    exported = np.from_dlpack(t)
+    exported[0] = -1  # a copy of its own: the tensor keeps its values
+    np.testing.assert_array_equal(t.numpy(), A * 2)
+    with pytest.raises(BufferError, match="copy=False.*always copies"):
+        t.__dlpack__(copy=False)
+    with pytest.raises(BufferError, match="only to the host"):
+        t.__dlpack__(dl_device=(2, 0))
+    with pytest.raises(BufferError, match="no streams"):
+        t.__dlpack__(stream=1)

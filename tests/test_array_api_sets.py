@@ -1,4 +1,4 @@
-"""The set functions (``await af.unique_*``), ``searchsorted`` and ``tensordot`` against
+"""The set functions (``af.unique_*``: awaited in an event loop, blocking outside one), ``searchsorted`` and ``tensordot`` against
 array-api-strict, element by element: fused, plain and on the numpy reference backend."""
 
 from __future__ import annotations
@@ -109,9 +109,36 @@ async def test_unique_is_awaitable_and_inverse_keeps_the_shape(dev):
     assert u.values.shape == (3,) and u.inverse_indices.shape == (2, 2)
     assert (await u.inverse_indices.to_data()).tolist() == [[2, 1], [2, 0]]
     for name in ("unique_all", "unique_counts", "unique_inverse", "unique_values"):
-        assert inspect.iscoroutinefunction(getattr(af, name)), name
-    # the runtime never holds a shape it does not know when the op is recorded
+        pending = getattr(af, name)(x)  # inside a loop: an awaitable, never a blocking read
+        assert inspect.isawaitable(pending), name
+        await pending
+    # inside a loop the sizes are awaited, not blocked for: not the standard's functions
     assert af.__array_namespace_info__().capabilities()["data-dependent shapes"] is False
+
+
+def test_outside_a_loop_the_set_functions_return_the_standard_results():
+    x = np.float32([[2.0, np.nan, -1.0], [2.0, 0.0, -0.0]])
+    t = af.tensor(x) * 1.0
+    want = xp.unique_all(xp.asarray(x))
+    got = af.unique_all(t)
+    assert isinstance(got, af.UniqueAllResult)
+    same(got.values.numpy(), want.values, "values", np.float32)
+    for field in ("indices", "inverse_indices", "counts"):
+        same(getattr(got, field).numpy(), getattr(want, field), field)
+    counts = af.unique_counts(t)
+    inverse = af.unique_inverse(t)
+    values = af.unique_values(t)
+    assert isinstance(counts, af.UniqueCountsResult)
+    assert isinstance(inverse, af.UniqueInverseResult)
+    assert isinstance(values, af.Tensor)
+    same(counts.counts.numpy(), want.counts, "unique_counts")
+    same(inverse.inverse_indices.numpy(), want.inverse_indices, "unique_inverse")
+    same(values.numpy(), want.values, "unique_values", np.float32)
+    empty = af.unique_all(af.zeros((0, 3)))
+    assert isinstance(empty, af.UniqueAllResult) and empty.values.shape == (0,)
+    assert empty.inverse_indices.shape == (0, 3)
+    # outside a loop the sizes are read as the standard's functions need
+    assert af.__array_namespace_info__().capabilities()["data-dependent shapes"] is True
 
 
 async def test_unique_errors_say_what_to_do(dev):

@@ -1,6 +1,9 @@
-"""await af.nonzero(x): data-dependent output size, through a custom compaction kernel."""
+"""af.nonzero(x): data-dependent output size, through a custom compaction kernel; awaited
+inside an event loop, a blocking read of the size outside one."""
 
 from __future__ import annotations
+
+import inspect
 
 import numpy as np
 import pytest
@@ -37,3 +40,25 @@ async def test_nonzero_of_bools_views_and_empty_results(dev):
     assert empty.shape == (0,)
     with pytest.raises(af.ShapeError, match="0-d"):
         await af.nonzero(af.tensor(1.0, device=dev))
+
+
+async def test_nonzero_inside_a_loop_is_awaitable_and_checks_at_the_call(dev):
+    pending = af.nonzero(af.tensor(np.int32([0, 3, 0, 4]), device=dev))
+    assert inspect.isawaitable(pending)
+    (got,) = await pending
+    assert (await got.to_data()).tolist() == [1, 3]
+    with pytest.raises(TypeError, match="asyncfusion Tensor"):
+        af.nonzero([1, 0])  # refused when called, before anything is awaited
+
+
+def test_nonzero_outside_a_loop_returns_the_tuple():
+    x = np.float32([[0.0, 1.5, 0.0], [2.0, 0.0, -1.0]])
+    got = af.nonzero(af.tensor(x) + 0.0)
+    assert isinstance(got, tuple) and len(got) == 2
+    for g, w in zip(got, np.nonzero(x), strict=True):
+        assert g.dtype is af.int32
+        np.testing.assert_array_equal(g.numpy(), w)
+    (none,) = af.nonzero(af.zeros((4,), dtype=af.bool))
+    assert none.shape == (0,)
+    with pytest.raises(af.ShapeError, match="0-d"):
+        af.nonzero(af.tensor(1.0))

@@ -173,10 +173,11 @@ def from_numpy(npd: np.dtype) -> DType:
     if npd in _CONVERTIBLE:
         return _CONVERTIBLE[npd]
     raise DTypeError(
-        f"numpy dtype {npd} cannot be held: asyncfusion stores float32, float16, int16, int32, "
-        "uint16, uint32 and bool "
-        "(float64 and other ints are narrowed on upload). Convert complex data to two real "
-        "tensors, and strings or objects to numbers, before calling tensor()."
+        f"numpy dtype {npd} cannot be held: asyncfusion holds float32, int16, int32, uint16, "
+        "uint32, bool and, where the adapter has them, float16, float64, int64 and uint64 "
+        "(64-bit data without dtype= is narrowed to 32 bits, int8/uint8 widened, on upload). "
+        "Convert complex data to two real tensors, and strings or objects to numbers, before "
+        "calling tensor()."
     )
 
 

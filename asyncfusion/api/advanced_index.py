@@ -47,7 +47,8 @@ __all__ = ["is_advanced", "getitem", "assigned"]
 
 _MAX_FLAT = 2**31 - 1  # a flat index is int32 in the kernel
 _NONZERO = ("a boolean tensor mask does not index: the result's shape would depend on its "
-            "values. Take its positions first, `idx = await af.nonzero(mask)`, then "
+            "values. Take its positions first, `idx = await af.nonzero(mask)` (or "
+            "`af.nonzero(mask)` outside an event loop), then "
             "index with `t[idx]`; or keep the shape with `af.where(mask, t, 0)`")
 
 _Array = npt.NDArray[np.int64]

@@ -181,9 +181,9 @@ def tile(x: Tensor, repetitions: Sequence[int], /) -> Tensor:
 def repeat(x: Tensor, repeats: int | Sequence[int] | Tensor, /, *, axis: int | None = None
            ) -> Tensor:
     """Each element repeated ``repeats`` times along ``axis`` (``x`` flattened when None);
-    ``repeats`` an int or one int per element. The output shape depends on the counts, so
-    a tensor of counts is read first: a blocking read, refused inside an event loop (pass
-    ``(await repeats.to_data()).tolist()`` there)."""
+    ``repeats`` an int, one int (broadcast) or one int per element. The output shape
+    depends on the counts, so a tensor of counts is read first: a blocking read, refused
+    inside an event loop (pass ``(await repeats.to_data()).tolist()`` there)."""
     x = _tensor(x, "repeat")
     if isinstance(repeats, Tensor):
         if not repeats.dtype.is_int or repeats.ndim > 1:
@@ -197,10 +197,10 @@ def repeat(x: Tensor, repeats: int | Sequence[int] | Tensor, /, *, axis: int | N
         x, axis = reshape(x, (-1,)), 0
     ax = normalize_axis(axis, x.ndim, "repeat")
     n = x.shape[ax]
-    counts = [int(held)] * n if held.ndim == 0 else [int(r) for r in held]
-    if len(counts) != n or any(c < 0 for c in counts):
-        raise ShapeError(f"repeat: repeats must be a non-negative int or {n} of them (axis "
-                         f"{ax} of shape {x.shape}), got {repeats!r}")
+    if held.ndim > 1 or held.shape not in ((), (1,), (n,)) or (held < 0).any():
+        raise ShapeError(f"repeat: repeats must be a non-negative int, one or {n} of them "
+                         f"(axis {ax} of shape {x.shape}), got {repeats!r}")
+    counts = [int(c) for c in np.broadcast_to(held, (n,))]  # one count broadcasts
     if len(set(counts)) <= 1:
         r = counts[0] if counts else 0
         grid = unsqueeze(x, ax + 1)

@@ -4,12 +4,12 @@
 the standard (``xp = array_namespace(x)``) runs on it. What it reports is what this
 runtime holds: float32, int16, int32, uint16, uint32 and bool on every adapter, float16,
 float64, int64 and uint64 where the adapter has ``shader-f16``/``-f64``/``-int64`` (the
-numpy backend always), no complex dtype, no data-dependent output shapes: every op knows
-its output's shape when it is recorded, so there is no boolean-mask indexing, and the
-functions whose output size depends on data (``nonzero``,
-``unique_all``/``_counts``/``_inverse``/``_values``) are coroutines, ``await
-af.nonzero(x)``, that wait for that size; code written for the standard's synchronous
-ones cannot call them as they are.
+numpy backend always), no complex dtype. Every op knows its output's shape when it is
+recorded, so there is no boolean-mask indexing; the functions whose output size depends on
+data (``nonzero``, ``unique_all``/``_counts``/``_inverse``/``_values``) read that size
+first: outside a running event loop they block for it and return the standard's results
+(data-dependent shapes are supported there), inside one they return an awaitable of them,
+``await af.nonzero(x)``, so that no task is stalled.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import numpy as np
 
 from .._core.dtype import DType, DTypeSpec, as_dtype, promote
 from .._core.errors import DTypeError
+from .._debug import in_event_loop
 from ..lazy.record import elementwise, scalar_dtype
 from ..lazy.tensor import Tensor
 from ..runtime import Device, as_device, default_device
@@ -161,10 +162,11 @@ class ArrayNamespaceInfo:
     """What ``__array_namespace_info__()`` returns: devices, dtypes and capabilities."""
 
     def capabilities(self) -> dict[str, bool | int | None]:
-        """No boolean-mask indexing and no data-dependent shapes (the runtime knows every
-        shape when an op is recorded; ``nonzero`` and ``unique_*`` are coroutines that
-        wait for theirs); no rank limit beyond memory."""
-        return {"boolean indexing": False, "data-dependent shapes": False,
+        """No boolean-mask indexing (the runtime knows every shape when an op is
+        recorded); data-dependent shapes outside a running event loop only, where
+        ``nonzero`` and ``unique_*`` block for their sizes and return the standard's
+        results (inside one they return awaitables of them); no rank limit beyond memory."""
+        return {"boolean indexing": False, "data-dependent shapes": not in_event_loop(),
                 "max dimensions": None}
 
     def default_device(self) -> Device:

@@ -1,30 +1,43 @@
-"""``await af.nonzero(x)``: the indices of non-zero elements, whose count depends on data.
+"""``af.nonzero(x)``: the indices of non-zero elements, whose count depends on data.
 
-Every other op knows its output's shape when it is called; ``nonzero`` cannot, so it is a
-coroutine function that **waits**: it records a running count of the non-zero elements
-(a fused comparison and a log2(n)-step scan), reads back the total (one ``await``: the
-work queued before it on this task runs then), and only then records the kernel that
-writes the indices (a custom WGSL stream-compaction kernel, :func:`custom_kernel`) and
-their split into one int32 tensor per axis. The result is lazy again: nothing more is
-read until you read it. :func:`flag_positions` is that count-then-compact step, which
-the set functions (:mod:`asyncfusion.api.sets`) share.
+Every other op knows its output's shape when it is called; ``nonzero`` cannot, so it
+**waits** for one number: it records a running count of the non-zero elements (a fused
+comparison and a log2(n)-step scan), reads back the total (the work queued before it on
+this stream runs then), and only then records the kernel that writes the indices (a
+custom WGSL stream-compaction kernel, :func:`custom_kernel`) and their split into one
+int32 tensor per axis. The result is lazy again: nothing more is read until you read it.
+
+How it waits follows the rule of the blocking door (``docs/concepts/interop.md``):
+outside a running event loop the read blocks and ``af.nonzero(x)`` returns the standard's
+tuple of tensors; inside a running asyncio or trio loop it returns an awaitable of that
+tuple, ``await af.nonzero(x)``, so no task is stalled. :data:`OrAwaitable` is that
+return type. :func:`with_positions` is the count-then-compact step, which the set
+functions (:mod:`asyncfusion.api.sets`) share.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeAlias, TypeVar, Union
 
 import numpy as np
 
 from .._core.dtype import DType
 from .._core.errors import ShapeError
+from .._debug import in_event_loop
 from ..extend.custom_kernel import Spec, custom_kernel
 from ..lazy.tensor import Tensor
 from .manipulation import cumulative_sum
 
-__all__ = ["nonzero", "flag_positions", "groups_over_first", "thread_wgsl"]
+__all__ = ["nonzero", "with_positions", "OrAwaitable", "groups_over_first", "thread_wgsl"]
+
+R = TypeVar("R")
+OrAwaitable: TypeAlias = Union[R, Awaitable[R]]
+"""What a function whose result's size depends on data returns: the result itself outside
+a running event loop (a blocking read of that size), an awaitable of it inside one. Code
+that runs in one place knows which; code that may run in both narrows with
+``inspect.isawaitable``."""
 
 WG = 256  # threads per workgroup of the kernels thread_wgsl writes
 _MAX_X = 65535  # workgroups per dimension every adapter allows
@@ -66,29 +79,53 @@ def groups_over_first(first: Spec, *_: Any) -> tuple[int, int]:
     return min(g, _MAX_X), -(-g // _MAX_X)
 
 
-async def flag_positions(flag: Tensor) -> tuple[Tensor, Tensor]:
-    """The positions of the true elements of the 1-D bool ``flag`` (int32, ascending), and
-    the running count of true elements (int32, ``flag``'s length). Waits for the count:
-    the number of positions depends on the data."""
-    n = flag.shape[0]
+def with_positions(flag: Tensor, what: str,
+                   then: Callable[[Tensor, Tensor], R]) -> OrAwaitable[R]:
+    """``then(positions, count)``: the positions of the true elements of the 1-D bool
+    ``flag`` (int32, ascending) and the running count of true elements (int32, ``flag``'s
+    length). The number of positions is read from the device first: blocking outside an
+    event loop, with an ``await`` (the awaitable returned) inside one (see the module);
+    ``what`` names the caller in the error of a failed read."""
     count = cumulative_sum(flag)
-    k = int((await count[-1:].to_data())[0]) if n else 0
-    positions = _compact(flag, count, params=(n, k))
+    if in_event_loop():
+        return _after_awaited_total(flag, count, then)
+    total = count[-1:]._read_sync(what, f"await {what}") if flag.shape[0] else None
+    return _compacted(flag, count, then, 0 if total is None else int(total[0]))
+
+
+async def _after_awaited_total(flag: Tensor, count: Tensor,
+                               then: Callable[[Tensor, Tensor], R]) -> R:
+    k = int((await count[-1:].to_data())[0]) if flag.shape[0] else 0
+    return _compacted(flag, count, then, k)
+
+
+def _compacted(flag: Tensor, count: Tensor, then: Callable[[Tensor, Tensor], R], k: int) -> R:
+    positions = _compact(flag, count, params=(flag.shape[0], k))
     assert isinstance(positions, Tensor)
-    return positions, count
+    return then(positions, count)
 
 
-async def nonzero(x: Tensor) -> tuple[Tensor, ...]:
+def nonzero(x: Tensor, /) -> OrAwaitable[tuple[Tensor, ...]]:
     """One int32 tensor per axis of ``x`` with the coordinates of its non-zero (true)
-    elements in C order, as ``numpy.nonzero``. Waits for the count (see the module)."""
+    elements in C order, as ``numpy.nonzero``.
+
+    Their number depends on the data, so it is read from the device first (see the
+    module): outside a running event loop ``af.nonzero(x)`` blocks for it and returns the
+    tuple, the standard's function; inside a running asyncio or trio loop it returns an
+    awaitable of the tuple: ``rows, cols = await af.nonzero(x)``. Either way the
+    coordinates themselves are lazy tensors."""
     if type(x) is not Tensor:
         raise TypeError(f"nonzero needs an asyncfusion Tensor, not {type(x).__name__}")
     if x.ndim == 0:
         raise ShapeError("nonzero of a 0-d tensor is not defined (the Array API forbids "
                          "it); reshape it to (1,) first")
-    flat, _ = await flag_positions((x if x.dtype is DType.bool else x != 0).reshape(-1))
+    flag = (x if x.dtype is DType.bool else x != 0).reshape(-1)
+    return with_positions(flag, "af.nonzero(x)", lambda flat, _: _coordinates(flat, x.shape))
+
+
+def _coordinates(flat: Tensor, shape: tuple[int, ...]) -> tuple[Tensor, ...]:
     coords = []
-    for size in reversed(x.shape[1:]):
+    for size in reversed(shape[1:]):
         coords.append(flat % size)
         flat = flat // size
     coords.append(flat)

@@ -9,7 +9,9 @@ that read the view load through its strides, so views fuse into whatever reads t
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
+from typing import SupportsIndex
 
 import numpy as np
 
@@ -185,19 +187,29 @@ def parse_key(shape: tuple[int, ...], key: Key) -> tuple[IndexItem, ...]:
             items.append(IndexItem("new"))
         elif isinstance(k, slice):
             size = shape[axis]
-            if k.step == 0:
+            bounds = slice(*(_slice_bound(part, k) for part in (k.start, k.stop, k.step)))
+            if bounds.step == 0:
                 raise IndexingError(f"slice step cannot be zero (axis {axis} of shape "
                                     f"{shape}); use a positive or negative step")
-            for part in (k.start, k.stop, k.step):
-                if part is not None and not _int_index(part):
-                    raise IndexingError(f"slice bounds must be ints or None, got {k!r}")
-            start, stop, step = k.indices(size)
+            start, stop, step = bounds.indices(size)
             items.append(IndexItem("slice", axis, start, step, len(range(start, stop, step))))
             axis += 1
         else:
             items.append(IndexItem("int", axis, int_index(k, shape, axis)))
             axis += 1
     return tuple(items)
+
+
+def _slice_bound(part: object, k: slice) -> int | None:
+    """A slice's start, stop or step as an int: ints, numpy integers and objects with
+    ``__index__`` (a 0-d integer tensor reads its value, blocking, as ``int(t)``: refused
+    inside an event loop); bools are refused."""
+    if part is None:
+        return None
+    if isinstance(part, (bool, np.bool_)) or not isinstance(part, SupportsIndex):
+        raise IndexingError(f"slice bounds must be ints, objects with __index__ or None, "
+                            f"got {k!r}")
+    return operator.index(part)
 
 
 def int_index(k: object, shape: tuple[int, ...], axis: int) -> int:

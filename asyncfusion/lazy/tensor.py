@@ -38,6 +38,7 @@ new_id = _ids.__next__  # the id of a new tensor (ids are never reused)
 _REPR_VALUES = 1000  # results up to this many elements are kept for repr (numpy's threshold)
 _NOT_INIT = TensorStatus.NOT_INIT
 _READ_ONLY = TensorStatus.READ_ONLY
+_DLPACK_HOST = (1, 0)  # DLPack's (kDLCPU, device 0)
 
 Scalar = int | float | bool | np.integer | np.floating | np.bool_
 """A Python or numpy scalar: an operand beside tensors, taking their dtype (numpy's rule)."""
@@ -337,25 +338,33 @@ class Tensor:
         def __array_namespace__(self, *, api_version: str | None = None) -> ModuleType: ...
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        """The DLPack device type of this tensor's device: CPU (1) for the numpy backend,
-        Vulkan (7) or Metal (8) for wgpu on those APIs, else ext_dev (12)."""
-        dev = self.device.backend
-        if dev.name == "numpy":
-            return (1, 0)
-        api = getattr(dev, "rt", None)
-        backend_type = api.adapter_info.get("backend_type", "") if api is not None else ""
-        return ({"Vulkan": 7, "Metal": 8}.get(str(backend_type), 12), 0)
+        """``(1, 0)``, the host (kDLCPU): :meth:`__dlpack__` exports a host copy of the
+        values (a lazy tensor's device memory cannot be handed to other libraries)."""
+        return _DLPACK_HOST
 
     def __dlpack__(self, *, stream: object = None, max_version: tuple[int, int] | None = None,
                    dl_device: tuple[int, int] | None = None,
-                   copy: bool | None = None) -> NoReturn:
-        """Refused: a lazy tensor's memory cannot be handed out synchronously (it may not
-        be computed yet, and a wgpu buffer is not addressable by other libraries)."""
-        raise BufferError(
-            f"t{self.id} is a lazy asyncfusion tensor: its memory cannot be exported through "
-            "DLPack without waiting for the device; read it first "
-            "('np.from_dlpack(await t.to_data())', or t.numpy() outside an event loop), or "
-            "use 'async with af.resolve(t) as buf:' for its wgpu buffer")
+                   copy: bool | None = None) -> object:
+        """The values as a DLPack capsule on the host: a blocking read, as ``t.numpy()``,
+        so ``np.from_dlpack(t)`` and ``torch.from_dlpack(t)`` work outside an event loop
+        (inside one it raises :class:`~asyncfusion.BlockingCallError`: use
+        ``np.from_dlpack(await t.to_data())``). The values always move from the device, so
+        ``copy=False`` raises ``BufferError``, as does a ``dl_device`` other than the host
+        or a ``stream`` (the host has none)."""
+        if dl_device is not None and tuple(dl_device) != _DLPACK_HOST:
+            raise BufferError(f"t{self.id}.__dlpack__(dl_device={dl_device!r}): asyncfusion "
+                              "exports only to the host, dl_device=(1, 0) (kDLCPU)")
+        if copy is False:
+            raise BufferError(f"t{self.id}.__dlpack__(copy=False): a tensor's values live on "
+                              "its device, so exporting them always copies them to the host; "
+                              "use copy=None or copy=True")
+        if stream is not None:
+            raise BufferError(f"t{self.id}.__dlpack__(stream={stream!r}): the export is on "
+                              "the host, which has no streams; pass stream=None")
+        values = self._read_sync("t.__dlpack__()", "np.from_dlpack(await t.to_data())")
+        if not values.flags.writeable:
+            values = values.copy()
+        return values.__dlpack__(max_version=max_version)
 
 
 Operand = Tensor | Scalar
