@@ -34,10 +34,10 @@ def _timed_jobs() -> None:
             return False
         fn, done = job
         t0 = time.thread_time()
-        fn()
+        result = fn()
         worker_cpu[0] += time.thread_time() - t0
         try:
-            done()
+            self.call(done, result)
         except RuntimeError:
             pass
         return True

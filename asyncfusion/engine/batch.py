@@ -31,7 +31,7 @@ instance, each isolated as usual.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Set
+from collections.abc import Callable, Container, Set
 from dataclasses import dataclass
 import numpy as np
 
@@ -43,6 +43,7 @@ from ..trace import Counters, emit, trace_enabled
 from .memory import Memory, Slab, Storage
 from .plan import Context, KernelStep, OpStep, Step, store_nbytes
 from .runner import Runner
+from .streams import Segment
 
 __all__ = ["Deferred", "over_instances"]
 
@@ -78,32 +79,25 @@ class Deferred:
         self.releases: set[int] = set()  # and those they free
         self.frees: list[int] = []  # freed once the waiting segments ran
 
-    def offer(self, ops: list[OperationIr], frees: list[int]) -> bool:
-        """Hold ``ops`` (a stream's whole take) back for batching, with the ids that are
-        free once they ran; False (nothing held) if they cannot wait."""
+    def offer(self, seg: Segment) -> bool:
+        """Hold ``seg`` (a stream's whole take) back for batching, with the ids that are
+        free once it ran; False (nothing held) if it cannot wait."""
         if not self.runner.fuse:
             return False
         table = self.memory.table
-        made: set[int] = set()
-        reads: set[int] = set()
-        releases: set[int] = set()
-        rw = TensorStatus.READ_WRITE
-        for op in ops:
-            if type(op) is DropOp:
-                releases.add(op.tensor.id)
-                continue
-            for t in op.inputs():
-                tid = t.id
-                if tid not in made:
-                    if tid not in table:
-                        return False  # made by a stream still queued, or by a waiting one
-                    reads.add(tid)
-                if t.status is rw:
-                    releases.add(tid)
-            for t in op.outputs():
-                made.add(t.id)
+        if seg.reads is not None and seg.releases is not None:  # its liveness, as it came
+            reads, releases = seg.reads, seg.releases
+            for tid in reads:
+                if tid not in table:
+                    return False  # made by a stream still queued, or by a waiting one
+        else:
+            liveness = _liveness(seg.ops, table)
+            if liveness is None:
+                return False
+            reads, releases = liveness
         if releases & self.reads or reads & self.releases:
             return False
+        ops = seg.ops
         try:
             plan, ids = self.runner.lookup(ops)[1:]
         except Exception:  # noqa: BLE001 - a bug in planning: the unbatched path recovers
@@ -116,7 +110,7 @@ class Deferred:
             group.members.append((ops, ids))
         self.reads |= reads
         self.releases |= releases
-        self.frees.extend(frees)
+        self.frees.extend(seg.frees)
         return True
 
     def flush(self, recover: Callable[[list[OperationIr]], None],
@@ -173,6 +167,31 @@ class Deferred:
         for tid in frees - made:
             self.memory.release(tid)
         return True
+
+
+def _liveness(ops: list[OperationIr], table: Container[int]
+              ) -> tuple[set[int], set[int]] | None:
+    """(tensors ``ops`` read that were made before them, tensors they free), or None
+    when one they read is not computed yet."""
+    made: set[int] = set()
+    reads: set[int] = set()
+    releases: set[int] = set()
+    rw = TensorStatus.READ_WRITE
+    for op in ops:
+        if type(op) is DropOp:
+            releases.add(op.tensor.id)
+            continue
+        for t in op.inputs():
+            tid = t.id
+            if tid not in made:
+                if tid not in table:
+                    return None
+                reads.add(tid)
+            if t.status is rw:
+                releases.add(tid)
+        for t in op.outputs():
+            made.add(t.id)
+    return reads, releases
 
 
 def _run_batched(step: KernelStep, members: list[tuple[list[OperationIr], list[int]]],

@@ -159,14 +159,15 @@ class Executor:
     def drain(self, key: Hashable, upto: int | None = None, batch: bool = False) -> None:
         """Run a stream's queued ops (the first ``upto``), producers in other streams first;
         ``batch``: they may wait for the round's other streams with the same plan."""
-        ops, frees = self.streams.take(key, upto)
+        seg = self.streams.take_segment(key, upto)
+        ops, frees = seg.ops, seg.frees
         if not ops:
             return
         if batch:
             if trace_enabled():
                 for op in ops:
                     emit(f"[registered] {op.describe()}")
-            if self.deferred.offer(ops, frees):
+            if self.deferred.offer(seg):
                 return
         self.deferred.flush(self._recover)  # what waits goes first, as it was taken first
         start = 0

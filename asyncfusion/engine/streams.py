@@ -22,6 +22,11 @@ whose outputs nobody holds and nothing pending reads — is removed without runn
 the host data of its uploads is freed; ops that produce a tensor someone still holds stay
 queued, and a read of that tensor runs them as before. The stream of a cancelled read is
 *withdrawn* the same way (:meth:`Streams.withdraw`), whether or not its task has ended.
+
+Each queue keeps its liveness as its ops arrive: the tensors it makes, those it reads
+from outside (made before it), and those its ops free (last uses and drops). A round that
+takes a queue whole hands that summary on (:class:`Segment`), so neither taking the ops
+nor deciding whether they may wait for a batch walks them again.
 """
 
 from __future__ import annotations
@@ -32,10 +37,11 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 
 from ..ir import DropOp, OperationIr, TensorIr, TensorStatus
 
-__all__ = ["StreamId", "StreamQueue", "Streams", "current_stream"]
+__all__ = ["Segment", "StreamId", "StreamQueue", "Streams", "current_stream"]
 
 _RECLAIM_AT = 64  # reclaim ended streams once this many queues exist (then twice the rest)
 _NO_PRODUCER = (None,)
@@ -103,7 +109,8 @@ class StreamQueue:
     """Pending ops of one stream. ``base`` is the sequence number of ``ops[0]``;
     ``owner`` is a weak reference to the task or thread that registers on it."""
 
-    __slots__ = ("key", "ops", "base", "uses", "last", "owner", "pruned")
+    __slots__ = ("key", "ops", "base", "uses", "last", "owner", "pruned", "made", "reads",
+                 "releases", "whole")
 
     def __init__(self, key: Hashable, owner: object) -> None:
         self.key = key
@@ -113,9 +120,38 @@ class StreamQueue:
         self.last: dict[int, int] = {}  # tensor id -> sequence number of its latest read
         self.owner: weakref.ref[object] = weakref.ref(owner)
         self.pruned = -1  # Streams.epoch when dead work was last removed
+        # the liveness of ``ops``, kept as they arrive; ``whole`` while it holds (no op was
+        # taken or pruned from the queue since it was made)
+        self.made: set[int] = set()  # tensors its ops make
+        self.reads: set[int] = set()  # tensors its ops read that were made before them
+        self.releases: set[int] = set()  # tensors its ops free (last uses, drops)
+        self.whole = True
+
+    def mark_last_use(self, i: int, tid: int) -> None:
+        """Op ``i`` is the last use of ``tid``: it may free or reuse its storage."""
+        self.ops[i] = self.ops[i].with_last_use(tid)
+        self.releases.add(tid)
+
+    def drop(self, t: TensorIr) -> None:
+        """``t``, made by an op of this queue, is dropped before that op was taken."""
+        self.ops.append(DropOp(t))
+        self.releases.add(t.id)
 
     def __len__(self) -> int:
         return len(self.ops)
+
+
+@dataclass(slots=True)
+class Segment:
+    """Ops taken from a stream, the ids free once they ran (deferred drops whose last
+    untaken use was among them), and — where the queue was taken whole — its liveness:
+    the tensors the ops read that were made before them, and those they free."""
+
+    ops: list[OperationIr]
+    frees: list[int]
+    reads: set[int] | None = None
+    releases: set[int] | None = None
+
 
 
 class Streams:
@@ -182,11 +218,16 @@ class Streams:
         seq = q.base + len(q.ops)
         q.ops.append(op)
         pending, uses, last, use_queue = self.pending_uses, q.uses, q.last, self.use_queue
+        made = q.made
         for tid in inputs:
             pending[tid] = pending.get(tid, 0) + 1
             uses[tid] = uses.get(tid, 0) + 1
             last[tid] = seq
             use_queue[tid] = q
+            if tid not in made:
+                q.reads.add(tid)
+        for t in op.outputs():
+            made.add(t.id)
         self.producer[out.id] = (q, seq, out)
         if len(q.ops) == self.flush_threshold:
             self.long.add(key)
@@ -221,32 +262,37 @@ class Streams:
             if n:
                 q = self.use_queue[tid]
                 if q.uses.get(tid, 0) == n:
-                    i = q.last[tid] - q.base
-                    q.ops[i] = q.ops[i].with_last_use(tid)
+                    q.mark_last_use(q.last[tid] - q.base, tid)
                 else:
                     self.deferred.add(tid)
                 continue
             if prod is not None:
-                prod[0].ops.append(DropOp(prod[2]))
+                prod[0].drop(prod[2])
             else:
                 self.freeable.append(tid)
 
     # -- the executor's side -------------------------------------------------------------
     def take(self, key: Hashable, upto: int | None = None) -> tuple[list[OperationIr], list[int]]:
-        """Remove the first ``upto`` ops (all by default) of a stream.
+        """Remove the first ``upto`` ops (all by default) of a stream: (ops, the ids free
+        once they ran); see :meth:`take_segment`."""
+        seg = self.take_segment(key, upto)
+        return seg.ops, seg.frees
 
-        Returns the ops and the ids that become free once they ran (deferred drops whose
-        last untaken use was among them).
-        """
+    def take_segment(self, key: Hashable, upto: int | None = None) -> Segment:
+        """Remove the first ``upto`` ops (all by default) of a stream, as a
+        :class:`Segment` (with the queue's liveness where it is taken whole)."""
         with self.lock:
             self._absorb()
             q = self._queues.get(key)
             if q is None or not q.ops:
-                return [], []
+                return Segment([], [])
             k = len(q.ops) if upto is None else max(0, min(upto - q.base, len(q.ops)))
+            if k == len(q.ops) and q.whole:
+                return self._take_whole(q)
             ops = q.ops[:k]
             del q.ops[:k]
             q.base += k
+            q.whole = False
             frees: list[int] = []
             pending, uses, last = self.pending_uses, q.uses, q.last
             producer, dropped, use_queue, deferred = (
@@ -280,7 +326,31 @@ class Streams:
                 del self._queues[key]
             if len(q.ops) < self.flush_threshold:
                 self.long.discard(key)
-            return ops, frees
+            return Segment(ops, frees)
+
+    def _take_whole(self, q: StreamQueue) -> Segment:
+        """Every op of ``q``, whose liveness is whole: the bookkeeping is undone per
+        tensor, not per use (lock held)."""
+        frees: list[int] = []
+        pending, use_queue, deferred = self.pending_uses, self.use_queue, self.deferred
+        producer, dropped = self.producer, self.dropped
+        for tid in q.made:
+            if producer.get(tid, _NO_PRODUCER)[0] is q:
+                del producer[tid]
+                dropped.discard(tid)
+        for tid, n in q.uses.items():
+            left = pending[tid] - n
+            if left:
+                pending[tid] = left
+            else:
+                del pending[tid]
+                use_queue.pop(tid, None)
+                if tid in deferred:
+                    deferred.discard(tid)
+                    frees.append(tid)
+        del self._queues[q.key]
+        self.long.discard(q.key)
+        return Segment(q.ops, frees, q.reads, q.releases)
 
     def take_freeable(self) -> list[int]:
         with self.lock:
@@ -376,6 +446,7 @@ class Streams:
                 if t.status is TensorStatus.READ_WRITE:
                     last_reads.append(t.id)
         q.ops = [op for op, k in zip(ops, keep, strict=True) if k]
+        q.whole = False
         q.uses.clear()
         q.last.clear()
         for i, op in enumerate(q.ops):
@@ -403,13 +474,12 @@ class Streams:
         if n:
             q = self.use_queue.get(tid)
             if q is not None and q.uses.get(tid, 0) == n:
-                i = q.last[tid] - q.base
-                q.ops[i] = q.ops[i].with_last_use(tid)
+                q.mark_last_use(q.last[tid] - q.base, tid)
             else:
                 self.deferred.add(tid)
         elif tid not in gone:
             prod = self.producer.get(tid)
             if prod is not None:
-                prod[0].ops.append(DropOp(prod[2]))
+                prod[0].drop(prod[2])
             else:
                 self.freeable.append(tid)
