@@ -206,3 +206,59 @@ async def test_an_open_device_keeps_the_gil_switch_interval_short(dev):
     from asyncfusion.runtime.server import GIL_SWITCH_S
 
     assert sys.getswitchinterval() <= GIL_SWITCH_S
+
+
+async def test_a_repeated_launch_is_prepared_once_and_its_encoder_begun_between_rounds(
+        dev, monkeypatch):
+    from asyncfusion.backends.wgpu import backend as wgpu_backend
+    from asyncfusion.backends.wgpu.runtime import Runtime
+
+    x = af.tensor(np.arange(16, dtype=np.float32), device=dev)
+    await (x * 3.0).to_data()  # plans, compiles and prepares the launch
+    prepared, begun, taken = [], [], []
+    real_prepare, real_begin = wgpu_backend.WgpuBackend._prepare, Runtime.prepare
+    real_encoder = Runtime.encoder
+
+    def counting_prepare(self, kernel, args):  # type: ignore[no-untyped-def]
+        prepared.append(kernel)
+        return real_prepare(self, kernel, args)
+
+    def counting_begin(self, batch):  # type: ignore[no-untyped-def]
+        before = batch.spare
+        real_begin(self, batch)
+        if batch.spare is not before:
+            begun.append(batch.spare)
+
+    def recording_encoder(self, batch):  # type: ignore[no-untyped-def]
+        spare = batch.spare if batch.encoder is None else None
+        enc = real_encoder(self, batch)
+        if spare is not None:
+            taken.append(spare)
+            assert enc is spare[0]
+        return enc
+
+    monkeypatch.setattr(wgpu_backend.WgpuBackend, "_prepare", counting_prepare)
+    monkeypatch.setattr(Runtime, "prepare", counting_begin)
+    monkeypatch.setattr(Runtime, "encoder", recording_encoder)
+    for k in range(20):
+        assert_close(await (x * 3.0).to_data(), np.arange(16, dtype=np.float32) * 3.0)
+        with anyio.fail_after(5):
+            while dev.backend.batch.spare is None:  # the executor thread begins it after
+                await anyio.sleep(0.001)           # handing the round back
+    assert prepared == []  # the (kernel, arguments) of a launch are made into bytes once
+    assert len(taken) == 20 and len(begun) == 20  # each round takes the spare of the last
+    assert all(t is not b for t, b in zip(taken[1:], begun[1:], strict=False))
+    assert_close(await (x * 4.0).to_data(), np.arange(16, dtype=np.float32) * 4.0)
+    assert len(prepared) == 1  # a new scalar is a new launch to prepare
+
+
+async def test_no_encoder_is_begun_ahead_while_a_gpu_timer_runs(dev):
+    x = af.tensor(np.ones(64, np.float32), device=dev)
+    await (x + 1.0).to_data()
+    with dev.backend.rt.gpu_timer() as timer:
+        for _ in range(3):
+            assert_close(await (x * 2.0 + 1.0).to_data(), np.full(64, 3.0, np.float32))
+            await anyio.sleep(0.01)
+            assert dev.backend.batch.spare is None
+    if timer.available:  # the timed rounds' passes were timed
+        assert await anyio.to_thread.run_sync(timer.total_ns) > 0

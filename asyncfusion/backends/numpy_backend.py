@@ -228,6 +228,9 @@ class NumpyBackend:
     def wait_idle(self) -> None:
         pass
 
+    def prepare(self) -> None:
+        pass
+
     def empty_cache(self) -> None:
         pass  # freed host buffers go back to numpy at once: there is no cache
 

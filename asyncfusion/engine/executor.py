@@ -110,6 +110,14 @@ class Executor:
         if any(r.empty_cache for r in requests):
             self.backend.empty_cache()
 
+    def idle(self) -> None:
+        """Between rounds (executor thread, no job waiting): the backend gets the next
+        round ready. A failure here is the next round's to meet, not this thread's."""
+        try:
+            self.backend.prepare()
+        except Exception:  # noqa: BLE001 - a lost device, say: the next round reports it
+            pass
+
     def _withdraw(self, requests: list[Request]) -> bool:
         """The round's cancelled requests let go of their tensors (the server lets go of
         those cancelled before the round was formed; these were cancelled since), and

@@ -159,7 +159,8 @@ class Server:
         if sys.getswitchinterval() > GIL_SWITCH_S:
             sys.setswitchinterval(GIL_SWITCH_S)
         self.wake = anyio.Event()
-        self.worker = worker = Worker("asyncfusion-executor", loop_caller())
+        self.worker = worker = Worker("asyncfusion-executor", loop_caller(),
+                                      self.executor.idle)
         if self.inbox or self.executor.streams.long:
             self.wake.set()
         task_status.started()

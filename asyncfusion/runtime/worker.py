@@ -38,9 +38,11 @@ class Worker:
     """One persistent thread that runs jobs in order; each job's result is handed to one
     event loop (``call``: its thread-safe "call this soon") with one call."""
 
-    def __init__(self, name: str, call: _Caller) -> None:
+    def __init__(self, name: str, call: _Caller, idle: Callable[[], None] | None = None
+                 ) -> None:
         self.jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self.call = call  # the event loop's thread-safe "call this soon"
+        self.idle = idle  # run after a job when no other waits (must not raise)
         self.thread = threading.Thread(target=self._main, name=name, daemon=True)
         self.thread.start()
 
@@ -60,6 +62,8 @@ class Worker:
             self.call(done, result)
         except RuntimeError:  # the loop that waited is closed: nobody is left to tell
             pass
+        if self.idle is not None and self.jobs.empty():
+            self.idle()
         return True
 
     def submit(self, fn: Callable[[], _T], done: Callable[[_T], object]) -> None:

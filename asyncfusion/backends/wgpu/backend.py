@@ -29,7 +29,7 @@ from ..base import MemoryStats, host_view
 from ..faults import FaultInjector
 from .memory import STAGING_CACHE, BufferPool
 from ...codegen.wgsl.matmul import MatmulShader, render_matmul
-from ...codegen.wgsl.render import RowWords, param_words, render
+from ...codegen.wgsl.render import RowWords, param_bytes, render
 from .bindings import oversized, pieces, refuse
 from .matmul_launch import MatmulLauncher
 from ...codegen.wgsl.autotune import MatmulTuner, TuneCache, device_key, tune_enabled
@@ -43,6 +43,8 @@ __all__ = ["WgpuBackend"]
 _Variant = MatmulShader | tuple[int, RowWords | None, int]
 
 _MAX_KERNELS = 1024
+_MAX_LAUNCHES = 4096
+_Prepared = tuple[str, bytes, int]  # WGSL, uniform bytes, threads
 
 
 _PER_THREAD = 16  # elements each thread of a reduction folds, where rows are many
@@ -149,6 +151,8 @@ class WgpuBackend:
         self._reads: list[_Read] = []  # staged, copied at the next flush
         # (kernel, its matmul tiles or its reduction's slots and words) -> WGSL
         self._kernels: OrderedDict[tuple[Kernel, _Variant], str] = OrderedDict()
+        # (kernel, launch arguments) -> what its launch dispatches
+        self._launches: OrderedDict[tuple[Kernel, LaunchArgs], _Prepared] = OrderedDict()
         self.gpu = self.rt.adapter_info.get("adapter_type") != "CPU"
         self.limits = dict(self.rt.device.limits)
         self.subgroups = self.rt.subgroups  # reductions combine rows with subgroup shuffles
@@ -224,6 +228,24 @@ class WgpuBackend:
         if kernel.matmul:
             self._launch_matmul(kernel, args, self._storage(kernel, loads, stores))
             return
+        key = (kernel, args)
+        prepared = self._launches.get(key)
+        if prepared is None:
+            prepared = self._launches[key] = self._prepare(kernel, args)
+            if len(self._launches) > _MAX_LAUNCHES:
+                self._launches.popitem(last=False)
+        self.faults.check("launch", kernel.names)
+        wgsl, params, threads = prepared
+        if not threads:  # an empty index space: nothing to launch
+            return
+        self.rt.dispatch(self.batch, wgsl, self._storage(kernel, loads, stores), params,
+                         threads)
+        self.counters.launch(kernel.title)
+        self._maybe_flush()
+
+    def _prepare(self, kernel: Kernel, args: LaunchArgs) -> _Prepared:
+        """What a launch of ``kernel`` under ``args`` dispatches (its WGSL, uniform bytes
+        and threads), made once per (kernel, args): no threads where the space is empty."""
         n = numel(args.shape)
         wg = self.rt.workgroup
         variant: _Variant = (0, None, 1)
@@ -236,26 +258,19 @@ class WgpuBackend:
             tpr = threads_per_row(n_out, n_red // lanes, wg, lanes)
             variant = (row_slots(kernel, n_red // lanes, tpr, lanes), vec, tpr)
         wgsl = self._wgsl(kernel, variant)
-        self.faults.check("launch", kernel.names)
         if not kernel.reduces:
             if not n:
-                return
+                return wgsl, b"", 0
             count = n // 4 if kernel.vec4 else n
             head = (count, 0, 0, 0)
             threads = count
         else:
             if not n_out:
-                return
+                return wgsl, b"", 0
             rows = wg // tpr
             head = (n_out, n_red, tpr, rows)
             threads = -(-n_out // rows) * wg
-        words = param_words(kernel, args, head)
-        params = np.zeros(-(-len(words) // 4) * 4, dtype=np.uint32)
-        params[:len(words)] = np.array(words, dtype=np.uint64).astype(np.uint32)
-        self.rt.dispatch(self.batch, wgsl, self._storage(kernel, loads, stores), params,
-                         threads)
-        self.counters.launch(kernel.title)
-        self._maybe_flush()
+        return wgsl, param_bytes(kernel, args, head), threads
 
     def _maybe_flush(self) -> None:
         if self.batch.dispatches >= self.rt.dispatches_per_submit:
@@ -300,7 +315,8 @@ class WgpuBackend:
                          "give it tensors of at most that many bytes (slices) and combine")
         storage = [(b, "read") for b in loads] + [(b, "read_write") for b in stores]
         if numel(groups):
-            self.rt.dispatch(self.batch, wgsl, storage, params, 0, groups)
+            self.rt.dispatch(self.batch, wgsl, storage, params.astype(np.uint32).tobytes(), 0,
+                             groups)
             self.counters.launch(title)
             if self.batch.dispatches >= self.rt.dispatches_per_submit:
                 self.flush()
@@ -390,6 +406,11 @@ class WgpuBackend:
         finally:
             self.staging.release(fence)
 
+    def prepare(self) -> None:
+        """Begin the next round's encoder and pass (:meth:`Runtime.prepare`)."""
+        with self.rt.lock:  # lose() takes it too: never encode on a destroyed device
+            self.rt.prepare(self.batch)
+
     def empty_cache(self) -> None:
         """Destroy every pooled buffer (executor thread, between rounds: the bind groups
         cached for them go too)."""
@@ -408,6 +429,9 @@ class WgpuBackend:
         try:
             if self.batch.encoder is not None and self.rt.lost is None:
                 self.flush()
+            if self.batch.spare is not None:  # begun, never used: ended, never submitted
+                self.batch.spare[1].end()
+                self.batch.spare = None
             self.pool.clear()
             self.staging.clear()
             for arena, _ in self.batch.arenas:

@@ -25,7 +25,7 @@ from ...codegen.wgsl.autotune import MatmulTuner
 from ...codegen.wgsl.matmul import MatmulShader, with_layout
 from ...codegen.wgsl.matmul_plan import (MatmulPlan, candidates, default_plan, shape_class,
                                          slice_len)
-from ...codegen.wgsl.render import param_words
+from ...codegen.wgsl.render import param_bytes
 from .runtime import Buffer, Runtime, _Batch
 from .timing import GpuTimer
 
@@ -82,11 +82,11 @@ class MatmulLauncher:
             slices = -(-k // kc)
         wg = self.rt.workgroup
         if slices <= 1:
-            params = _params(kernel, args, (nb, -(-m // tiles.tm), -(-n // tiles.tn), 0))
+            params = param_bytes(kernel, args, (nb, -(-m // tiles.tm), -(-n // tiles.tn), 0))
             self.rt.dispatch(batch, self.wgsl(kernel, MatmulShader(tiles)), storage, params,
                              count * wg)
             return 1
-        params = _params(kernel, args, (nb, -(-m // tiles.tm), -(-n // tiles.tn), kc))
+        params = param_bytes(kernel, args, (nb, -(-m // tiles.tm), -(-n // tiles.tn), kc))
         part = scratch(slices * row)
         with_part = storage + [(part, "read_write")]
         self.rt.dispatch(batch, self.wgsl(kernel, MatmulShader(tiles, "partial")), with_part,
@@ -150,10 +150,3 @@ class MatmulLauncher:
                 rt.forget_buffer(b.gpu)
                 b.gpu.destroy()
             fence.destroy()
-
-
-def _params(kernel: Kernel, args: LaunchArgs, head: tuple[int, int, int, int]) -> np.ndarray:
-    words = param_words(kernel, args, head)
-    params = np.zeros(-(-len(words) // 4) * 4, dtype=np.uint32)
-    params[:len(words)] = np.array(words, dtype=np.uint64).astype(np.uint32)
-    return params

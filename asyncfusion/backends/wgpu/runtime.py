@@ -72,6 +72,9 @@ class _Batch:
     used: int = _ARENA
     dispatches: int = 0
     timed: TimedSlot | None = None  # the timestamp queries of its passes (a GpuTimer's)
+    # an encoder with its compute pass begun between rounds (Runtime.prepare), taken by
+    # the next round's first command: off the path of the round that waits for it
+    spare: tuple[wgpu.GPUCommandEncoder, wgpu.GPUComputePassEncoder] | None = None
 
 
 class Runtime:
@@ -261,12 +264,12 @@ class Runtime:
         return gx, -(-groups // gx)
 
     def dispatch(self, batch: _Batch, wgsl: str, storage: list[tuple[Buffer, str]],
-                 params: np.ndarray, threads: int,
+                 data: bytes, threads: int,
                  groups: tuple[int, int, int] | None = None) -> None:
         """Encode one dispatch of ``threads`` (in workgroups of the runtime's size), or of
-        ``groups`` workgroups as given (a user's kernel, of its own workgroup size)."""
+        ``groups`` workgroups as given (a user's kernel, of its own workgroup size);
+        ``data`` is the uniform block (binding 0)."""
         pipe, bgl = self.pipeline(wgsl, [access for _, access in storage])
-        data = params.astype(np.uint32).tobytes()
         size = -(-len(data) // 16) * 16
         if batch.used + size > _ARENA:
             batch.arena += 1
@@ -294,7 +297,9 @@ class Runtime:
                 self._groups.pop(next(iter(self._groups)))
             self._groups[key] = group
         if batch.cpass is None:
-            batch.cpass = self._begin_pass(batch)
+            enc = self.encoder(batch)  # a spare comes with its pass begun
+            if batch.cpass is None:
+                batch.cpass = self._begin_pass(batch, enc)
         cp = batch.cpass
         cp.set_pipeline(pipe)
         cp.set_bind_group(0, group, [off])
@@ -304,15 +309,26 @@ class Runtime:
     def copy(self, batch: _Batch, src: wgpu.GPUBuffer, dst: wgpu.GPUBuffer, nbytes: int,
              src_offset: int = 0, dst_offset: int = 0) -> None:
         """Encode a buffer copy after everything encoded so far (ends the open pass)."""
+        enc = self.encoder(batch)
         self._end_pass(batch)
-        self.encoder(batch).copy_buffer_to_buffer(src, src_offset, dst, dst_offset, nbytes)
+        enc.copy_buffer_to_buffer(src, src_offset, dst, dst_offset, nbytes)
 
-    def _begin_pass(self, batch: _Batch) -> wgpu.GPUComputePassEncoder:
+    def _begin_pass(self, batch: _Batch, enc: wgpu.GPUCommandEncoder
+                    ) -> wgpu.GPUComputePassEncoder:
         timer = self._timer
         if timer is None:
-            return self.encoder(batch).begin_compute_pass()
+            return enc.begin_compute_pass()
         batch.timed, writes = timer.pass_writes(batch.timed)
-        return self.encoder(batch).begin_compute_pass(**writes)
+        return enc.begin_compute_pass(**writes)
+
+    def prepare(self, batch: _Batch) -> None:
+        """Begin the next round's encoder and compute pass now, between rounds (executor
+        thread, nothing waiting), so that the round does not: wgpu-py takes ~10 µs for
+        each. Not while a GPU timer runs (its passes carry timestamp writes)."""
+        if batch.encoder is None and batch.spare is None and self._timer is None \
+                and self.lost is None:
+            enc = self.device.create_command_encoder()
+            batch.spare = (enc, enc.begin_compute_pass())
 
     @contextlib.contextmanager
     def gpu_timer(self) -> Iterator[GpuTimer]:
@@ -333,8 +349,15 @@ class Runtime:
             batch.cpass = None
 
     def encoder(self, batch: _Batch) -> wgpu.GPUCommandEncoder:
+        """The batch's encoder: the spare (its pass begun, now the batch's) or a new one."""
         if batch.encoder is None:
-            batch.encoder = self.device.create_command_encoder()
+            spare, batch.spare = batch.spare, None
+            if spare is None:
+                batch.encoder = self.device.create_command_encoder()
+            else:
+                batch.encoder, batch.cpass = spare
+                if self._timer is not None:  # begun untimed: the timed passes follow it
+                    self._end_pass(batch)
         return batch.encoder
 
     def submit(self, batch: _Batch) -> bool:

@@ -33,7 +33,7 @@ from ...ops import REDUCTIONS
 from .lowering import COMBINES, HELPERS, HELPERS_F64, HELPERS_WIDE, LOWERINGS, identity
 from .types import STORAGE_TYPE, WGSL_TYPE, Ty, convert, isnan
 
-__all__ = ["render", "enables", "param_words", "param", "RowWords", "HEAD_WORDS",
+__all__ = ["render", "enables", "param_words", "param_bytes", "param", "RowWords", "HEAD_WORDS",
            "INNER_STEPS", "UNROLL"]
 
 HEAD_WORDS = 4  # n, n_red, threads per row, rows per workgroup
@@ -71,6 +71,13 @@ def param_words(kernel: Kernel, args: LaunchArgs, head: tuple[int, int, int, int
             word_np = np.float32 if dt is DType.float16 else dt.np
             words.extend(int(w) for w in np.array([value], dtype=word_np).view(np.uint32))
     return words
+
+
+def param_bytes(kernel: Kernel, args: LaunchArgs, head: tuple[int, int, int, int]) -> bytes:
+    """:func:`param_words` as the uniform block's bytes (u32 words, whole vec4s)."""
+    words = param_words(kernel, args, head)
+    words += [0] * (-len(words) % 4)
+    return np.array(words, dtype=np.uint64).astype(np.uint32).tobytes()
 
 
 class _Writer:
