@@ -31,7 +31,7 @@ instance, each isolated as usual.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Container, Set
+from collections.abc import Callable, Set
 from dataclasses import dataclass
 import numpy as np
 
@@ -84,17 +84,14 @@ class Deferred:
         free once it ran; False (nothing held) if it cannot wait."""
         if not self.runner.fuse:
             return False
-        table = self.memory.table
         if seg.reads is not None and seg.releases is not None:  # its liveness, as it came
             reads, releases = seg.reads, seg.releases
-            for tid in reads:
-                if tid not in table:
-                    return False  # made by a stream still queued, or by a waiting one
         else:
-            liveness = _liveness(seg.ops, table)
-            if liveness is None:
-                return False
-            reads, releases = liveness
+            reads, releases = _liveness(seg.ops)[1:]
+        table = self.memory.table
+        for tid in reads:
+            if tid not in table:
+                return False  # made by a stream still queued, or by a waiting one
         if releases & self.reads or reads & self.releases:
             return False
         ops = seg.ops
@@ -152,15 +149,7 @@ class Deferred:
     def _withdrawn(self, ops: list[OperationIr], gone: Set[int]) -> bool:
         """Whether nobody is left for what ``ops`` make: then what they would free of
         what was computed before them is freed now, and they do not run."""
-        made: set[int] = set()
-        frees: set[int] = set()
-        rw = TensorStatus.READ_WRITE
-        for op in ops:
-            if type(op) is DropOp:
-                frees.add(op.tensor.id)
-                continue
-            frees.update(t.id for t in op.inputs() if t.status is rw)
-            made.update(t.id for t in op.outputs())
+        made, _, frees = _liveness(ops)
         results = made - frees
         if not results or not results <= gone:
             return False
@@ -169,10 +158,9 @@ class Deferred:
         return True
 
 
-def _liveness(ops: list[OperationIr], table: Container[int]
-              ) -> tuple[set[int], set[int]] | None:
-    """(tensors ``ops`` read that were made before them, tensors they free), or None
-    when one they read is not computed yet."""
+def _liveness(ops: list[OperationIr]) -> tuple[set[int], set[int], set[int]]:
+    """(tensors ``ops`` make, those they read that were made before them, those they
+    free: last uses and drops)."""
     made: set[int] = set()
     reads: set[int] = set()
     releases: set[int] = set()
@@ -184,14 +172,12 @@ def _liveness(ops: list[OperationIr], table: Container[int]
         for t in op.inputs():
             tid = t.id
             if tid not in made:
-                if tid not in table:
-                    return None
                 reads.add(tid)
             if t.status is rw:
                 releases.add(tid)
         for t in op.outputs():
             made.add(t.id)
-    return reads, releases
+    return made, reads, releases
 
 
 def _run_batched(step: KernelStep, members: list[tuple[list[OperationIr], list[int]]],

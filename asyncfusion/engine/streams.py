@@ -294,9 +294,7 @@ class Streams:
             q.base += k
             q.whole = False
             frees: list[int] = []
-            pending, uses, last = self.pending_uses, q.uses, q.last
-            producer, dropped, use_queue, deferred = (
-                self.producer, self.dropped, self.use_queue, self.deferred)
+            uses, last, producer, dropped = q.uses, q.last, self.producer, self.dropped
             for op in ops:
                 for t in op.outputs():
                     tid = t.id
@@ -307,15 +305,7 @@ class Streams:
                     continue
                 for t in op.inputs():
                     tid = t.id
-                    left = pending[tid] - 1
-                    if left:
-                        pending[tid] = left
-                    else:
-                        del pending[tid]
-                        use_queue.pop(tid, None)
-                        if tid in deferred:
-                            deferred.discard(tid)
-                            frees.append(tid)
+                    self._taken_reads(tid, 1, frees)
                     u = uses[tid] - 1
                     if u:
                         uses[tid] = u
@@ -332,25 +322,30 @@ class Streams:
         """Every op of ``q``, whose liveness is whole: the bookkeeping is undone per
         tensor, not per use (lock held)."""
         frees: list[int] = []
-        pending, use_queue, deferred = self.pending_uses, self.use_queue, self.deferred
         producer, dropped = self.producer, self.dropped
         for tid in q.made:
             if producer.get(tid, _NO_PRODUCER)[0] is q:
                 del producer[tid]
                 dropped.discard(tid)
         for tid, n in q.uses.items():
-            left = pending[tid] - n
-            if left:
-                pending[tid] = left
-            else:
-                del pending[tid]
-                use_queue.pop(tid, None)
-                if tid in deferred:
-                    deferred.discard(tid)
-                    frees.append(tid)
+            self._taken_reads(tid, n, frees)
         del self._queues[q.key]
         self.long.discard(q.key)
         return Segment(q.ops, frees, q.reads, q.releases)
+
+    def _taken_reads(self, tid: int, n: int, frees: list[int]) -> None:
+        """``n`` untaken reads of ``tid`` were taken; once none is left, a deferred drop
+        of it is due: ``tid`` goes to ``frees`` (lock held)."""
+        pending = self.pending_uses
+        left = pending[tid] - n
+        if left:
+            pending[tid] = left
+            return
+        del pending[tid]
+        self.use_queue.pop(tid, None)
+        if tid in self.deferred:
+            self.deferred.discard(tid)
+            frees.append(tid)
 
     def take_freeable(self) -> list[int]:
         with self.lock:
