@@ -57,8 +57,8 @@ def scalar_dtype(value: Scalar, other: DType, what: str) -> DType:
 
 def _compute_dtype(op: str, rule: str, dtypes: list[DType], what: str) -> tuple[DType, DType]:
     """(compute dtype, output dtype) of an element-wise op, or a DTypeError. float16 is
-    computed in float32 and rounded to float16 per op, as numpy does; int16/uint16 in
-    their 32-bit lane, wrapped to 16 bits per op."""
+    computed in float32 and rounded to float16 per op, as numpy does; the 8- and
+    16-bit integers in their 32-bit lane, wrapped to their width per op."""
     common = dtypes[0]
     for d in dtypes[1:]:
         common = promote(common, d, what)
@@ -259,8 +259,9 @@ def _with_scalars(op: str, args: tuple[Operand, ...], compute: DType
 
 
 def _narrowest(args: tuple[Operand, ...], compute: DType) -> DType:
-    """The dtype a scalar must fit beside tensors computed in ``compute``: int16 when
-    the integer tensors are int16 (computed in their int32 lane), else ``compute``."""
+    """The dtype a scalar must fit beside tensors computed in ``compute``: int8 when
+    the integer tensors are int8 (computed in their int32 lane; int16 alike), else
+    ``compute``."""
     held = {a.dtype for a in args if type(a) is Tensor and a.dtype.lane is compute}
     return held.pop() if len(held) == 1 else compute
 
