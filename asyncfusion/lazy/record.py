@@ -125,6 +125,8 @@ def _dtypes(op: str, args: tuple[Operand, ...], dtype: DType | None) -> tuple[DT
     first = tensors[0]
     if spec.rule == "cast":
         assert dtype is not None
+        if first.dtype.is_float and dtype.is_unsigned and dtype.lane is not dtype:
+            return DType.int32, dtype  # as numpy: through int32, so -1.0 gives 255 in uint8
         return dtype.lane, dtype
     if spec.rule == "where":
         cond = args[0]
