@@ -111,8 +111,9 @@ def iinfo(type: Tensor | DTypeSpec, /) -> iinfo_object:  # noqa: A002 - the stan
 
 def result_type(*arrays_and_dtypes: Tensor | DTypeSpec | complex) -> DType:
     """The dtype an operation on these tensors, dtypes and Python scalars gives (the rules
-    the element-wise ops use: the Array API's integer lattice, int with float32 is
-    float32, int32 with uint32 and uint64 with a signed integer are refused)."""
+    the element-wise ops use: the Array API's integer lattice, int8 with uint8 giving
+    int16 and int32 with uint32 int64; int with float32 is float32; uint64 with a signed
+    integer is refused)."""
     held = [_dtype_of(a) for a in arrays_and_dtypes
             if not isinstance(a, (bool, int, float, complex))]
     if not held:

@@ -261,9 +261,9 @@ def _with_scalars(op: str, args: tuple[Operand, ...], compute: DType
 
 
 def _narrowest(args: tuple[Operand, ...], compute: DType) -> DType:
-    """The dtype a scalar must fit beside tensors computed in ``compute``: int8 when
-    the integer tensors are int8 (computed in their int32 lane; int16 alike), else
-    ``compute``."""
+    """The dtype a scalar must fit beside tensors computed in ``compute``: the narrow
+    integer (int8, int16 ... computed in their 32-bit lane) the integer tensors are,
+    else ``compute``."""
     held = {a.dtype for a in args if type(a) is Tensor and a.dtype.lane is compute}
     return held.pop() if len(held) == 1 else compute
 
