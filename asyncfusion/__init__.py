@@ -21,8 +21,8 @@ from .runtime import Device, DeviceOptions, DevicePool, default_device, open_dev
 from .api.methods import attach as _attach
 from .api.read import to_data
 from .backends.wgpu.adapters import Adapter, adapters
-from ._core.dtype import (DType, NarrowingWarning, bool_, float16, float32, float64, int16, int32,
-                    int64, uint16, uint32, uint64)
+from ._core.dtype import (DType, NarrowingWarning, bool_, float16, float32, float64, int8, int16,
+                    int32, int64, uint8, uint16, uint32, uint64)
 from ._core.errors import (AsyncFusionError, AxisError, BlockingCallError, DataError,
                      DeviceClosedError, DeviceLostError, DeviceMismatchError, DTypeError,
                      ExecutionError, IndexingError, InputError, LimitError, NoAdapterError,
@@ -72,7 +72,7 @@ __all__ = [
     "meshgrid", "moveaxis", "permute_dims", "repeat", "roll", "tile", "tril", "triu",
     "unstack", "vecdot", "astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
     "e", "inf", "nan", "newaxis", "pi", "float16", "float32", "float64", "int32", "int64",
-    "uint32", "bool_", "int16", "uint16", "uint64", "tracing", "take_launches",
+    "uint32", "bool_", "int8", "int16", "uint8", "uint16", "uint64", "tracing", "take_launches",
     "AsyncFusionError", "InputError", "Overloaded", "http_status", "ShapeError",
     "IndexingError", "DTypeError", "DeviceMismatchError", "AxisError", "LimitError",
     "DataError", "OptionError", "ExecutionError", "DeviceLostError", "DeviceClosedError",

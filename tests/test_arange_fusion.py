@@ -236,20 +236,24 @@ ranges = st.one_of(
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(bounds=ranges, dtype=st.sampled_from([af.int32, af.float32, af.int64, af.float64,
-                                              af.float16, af.uint32, af.int16, af.uint16]))
+                                              af.float16, af.uint32, af.int16, af.uint16,
+                                              af.int8, af.uint8]))
 @example(bounds=(-1.5, -13.0, -1.05), dtype=af.int32)  # float32 gave -12.0: trunc -12
 @example(bounds=(0.0, 5e-324, 2.0), dtype=af.int32)  # numpy: one element, not none
 @example(bounds=(2, 10, 3), dtype=af.int16)  # counted in the int32 lane (was a KeyError)
 @example(bounds=(-0.5, 0.5, 1.0), dtype=af.uint16)  # -0.5 is refused, not truncated to 0
+@example(bounds=(-128, 128, 51), dtype=af.int8)  # both ends of int8's range
+@example(bounds=(100, 300, 100), dtype=af.uint8)  # 300 is refused (numpy's astype wraps)
 async def test_arange_matches_numpy(bounds, dtype, ref):
     start, stop, step = bounds
     try:
         expected = _expected(start, stop, step, dtype)
     except (OverflowError, ValueError):  # numpy refuses the conversion: we must too
         expected = None
-    if expected is not None and dtype.is_unsigned and (expected.size and min(
-            np.arange(start, stop, step)) < 0):
-        expected = None
+    raw = np.arange(start, stop, step)
+    if expected is not None and dtype.is_int and raw.size and (
+            raw.min() < np.iinfo(dtype.np).min or raw.max() > np.iinfo(dtype.np).max):
+        expected = None  # values outside the dtype (before truncation): refused
     if expected is None:
         with pytest.raises(af.DataError):
             af.arange(start, stop, step, dtype, device=ref)

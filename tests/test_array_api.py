@@ -93,13 +93,13 @@ def test_array_namespace_and_its_info(af_device):
                                      "integral": af.int32, "indexing": af.int32}
     held = info.default_device().backend.dtypes
     extra = {d.label for d in (af.float64, af.int64, af.uint64) if d in held}
-    assert set(info.dtypes()) == {"float32", "int16", "int32", "uint16", "uint32",
-                                  "bool"} | extra
+    assert set(info.dtypes()) == {"float32", "int8", "int16", "int32", "uint8", "uint16",
+                                  "uint32", "bool"} | extra
     floats = {d.label for d in af.DType if d.is_float and d in af_device.backend.dtypes
               and d is not af.float16}  # not a dtype of the standard: never listed
     assert set(info.dtypes(device=af_device, kind="real floating")) == floats
-    assert set(info.dtypes(kind="integral")) == {"int16", "int32", "uint16", "uint32"} | (
-        extra & {"int64", "uint64"})
+    assert set(info.dtypes(kind="integral")) == {"int8", "int16", "int32", "uint8", "uint16",
+                                                 "uint32"} | (extra & {"int64", "uint64"})
     assert info.dtypes(kind="complex floating") == {}
     assert info.devices() == (info.default_device(),)
 
@@ -120,6 +120,8 @@ def test_dtype_queries_match_numpy():
     assert af.result_type(af.uint32, af.uint32, 7) is af.uint32
     assert af.result_type(af.int32, af.uint32) is af.int64  # the standard's table
     assert af.result_type(af.uint32, af.int16, af.uint16) is af.int64
+    assert af.result_type(af.int8, af.uint8) is af.int16 and af.can_cast(af.uint8, af.int16)
+    assert af.result_type(af.int8, af.uint16) is af.int32 and not af.can_cast(af.int8, af.uint8)
     assert af.can_cast(af.uint32, af.int64) and not af.can_cast(af.int32, af.uint32)
     with pytest.raises(af.DTypeError, match="int32 and uint64 have no common integer type"):
         af.result_type(af.int32, af.uint64)

@@ -45,7 +45,8 @@ async def test_integer_array_indexing_matches_array_api_strict(key, dev, plain, 
         np.testing.assert_array_equal(got, expected)
 
 
-@pytest.mark.parametrize("dtype", [af.int16, af.uint32, af.int64, af.uint16])
+@pytest.mark.parametrize("dtype", [af.int8, af.uint8, af.int16, af.uint32, af.int64,
+                                   af.uint16])
 async def test_index_dtypes(dtype, ref):
     t = af.tensor(A, device=ref)
     i = af.tensor(np.array([3, 0, 1]), dtype=dtype, device=ref)

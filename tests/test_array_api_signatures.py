@@ -116,7 +116,8 @@ async def test_full_takes_fill_value(devices):
 
 MIXED = [("int16", "int32"), ("uint16", "int16"), ("int32", "uint32"), ("uint16", "uint32"),
          ("float32", "int16"), ("float16", "float32"), ("float32", "float64"),
-         ("int64", "uint16")]
+         ("int64", "uint16"), ("int8", "uint8"), ("uint8", "int16"), ("float16", "uint8"),
+         ("int8", "uint32")]
 
 
 @pytest.mark.parametrize(("a", "b"), MIXED)

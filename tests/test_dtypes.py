@@ -171,7 +171,7 @@ async def test_creation_and_namespace(dev):
     assert info.dtypes(device=dev, kind="real floating") == {  # float16: not the standard's
         "float32": af.float32, "float64": af.float64}
     assert info.dtypes(device=dev, kind="signed integer") == {
-        "int16": af.int16, "int32": af.int32, "int64": af.int64}
+        "int8": af.int8, "int16": af.int16, "int32": af.int32, "int64": af.int64}
     # float64 data narrows to float32, as JAX does by default (with a NarrowingWarning
     # once per process: tests/test_array_api_special.py); dtype= keeps 64 bits
     with warnings.catch_warnings():

@@ -1,9 +1,10 @@
-"""int16, uint16 and uint64 end to end, against numpy and array-api-strict: fused
-(``dev``), plain (``plain``) and on the numpy backend (``ref``).
+"""int8, uint8, int16, uint16 and uint64 end to end, against numpy and array-api-strict:
+fused (``dev``), plain (``plain``) and on the numpy backend (``ref``).
 
-int16 and uint16 are held in 32-bit lanes (WGSL has no 16-bit integers) and wrap to 16
-bits after every op, so they match numpy's int16/uint16 arithmetic exactly; uint64 needs
-``shader-int64`` and is exact. Sums and products of int16/uint16 are int32/uint32.
+int8, uint8, int16 and uint16 are held in 32-bit lanes (WGSL has no 8- or 16-bit
+integers) and wrap to their width after every op, so they match numpy's arithmetic
+exactly; uint64 needs ``shader-int64`` and is exact. Sums and products of the 8- and
+16-bit integers are int32/uint32.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ import asyncfusion as af
 from tests.test_custom_kernels import sum_diff
 
 RNG = np.random.default_rng(1616)
-NEW = [af.int16, af.uint16, af.uint64]
-INTS = [af.int16, af.int32, af.int64, af.uint16, af.uint32, af.uint64]
+NARROW = [af.int8, af.uint8, af.int16, af.uint16]
+NEW = NARROW + [af.uint64]
+INTS = [af.int8, af.int16, af.int32, af.int64, af.uint8, af.uint16, af.uint32, af.uint64]
 
 
 @pytest.fixture
@@ -54,7 +56,7 @@ async def read(*tensors: af.Tensor) -> tuple[np.ndarray, ...]:
 async def test_round_trip_keeps_extremes_and_views(devices, dt):
     x = ints(dt, (5, 7))
     for d in devices:
-        if dt is not af.uint64:  # numpy int16/uint16 data keeps its dtype (uint64 needs dtype=)
+        if dt is not af.uint64:  # numpy 8/16-bit data keeps its dtype (uint64 needs dtype=)
             assert af.tensor(x, device=d).dtype is dt
         t = af.tensor(x, dt, device=d)
         got = await read(t, t[1:, 3:], t.T, t[::2, ::-3], af.full((3,), x.flat[1], dt, device=d))
@@ -134,12 +136,13 @@ def _held(d) -> list[af.DType]:
 
 
 def _source(src: af.DType, dst: af.DType) -> np.ndarray:
-    """Values of ``src`` whose cast to ``dst`` numpy defines (floats: in range)."""
+    """Values of ``src`` whose cast to ``dst`` numpy defines (floats: within int32, and
+    not negative for uint32/uint64; past an 8- or 16-bit range they wrap, as numpy's)."""
     if src is af.bool_:
         return np.array([True, False, True, True, False])
     if src.is_int:
         return ints(src, (7,))
-    lo = 0.0 if dst.is_unsigned else -30000.0
+    lo = 0.0 if dst.is_unsigned and dst.lane is dst else -30000.0
     x = RNG.uniform(lo, 30000.0, 7)
     x[:2] = (lo, 0.75)
     return x.astype(src.np)
@@ -157,7 +160,8 @@ async def test_casts_to_and_from_every_dtype(devices, dt):
                 wants.append(x.astype(other.np))
             src = _source(other, dt)
             outs.append(af.tensor(src, other, device=d).astype(dt))
-            wants.append(src.astype(dt.np))
+            with np.errstate(invalid="ignore"):  # float past int8's range: wraps
+                wants.append(src.astype(dt.np))
         got = await read(*outs)
         for i, (g, w) in enumerate(zip(got, wants, strict=True)):
             equal(g, w, (d, dt, held[i // 2], "to" if i % 2 == 0 else "from"))
@@ -219,6 +223,52 @@ async def test_promotion_follows_array_api_strict(devices):
             equal(g, want, (d, i))
 
 
+def _numpy_promotion(a: af.DType, b: af.DType) -> af.DType | None:
+    """numpy's ``result_type`` under the rules asyncfusion follows (the Array API's, and
+    torch's for mixed kinds): bool only with bool, an integer with a float gives the
+    float, uint64 with a signed integer has no common type (None: refused)."""
+    if (a is af.bool_) != (b is af.bool_):
+        return None
+    if a.is_float != b.is_float:
+        return a if a.is_float else b
+    if af.uint64 in (a, b) and any(d.is_int and not d.is_unsigned for d in (a, b)):
+        return None
+    return {d.np: d for d in af.DType}[np.result_type(a.np, b.np)]
+
+
+def test_promotion_table_matches_numpy():
+    for a, b in itertools.product(af.DType, af.DType):
+        want = _numpy_promotion(a, b)
+        if want is None:
+            with pytest.raises(af.DTypeError, match=rf"\b{a.label}\b.*\b{b.label}\b"):
+                af.result_type(a, b)
+        else:
+            assert af.result_type(a, b) is want, (a, b)
+    assert af.result_type(af.int8, af.uint8) is af.int16  # spot checks of the table
+    assert af.result_type(af.uint8, af.int16) is af.int16
+    assert af.result_type(af.int8, af.uint16) is af.int32
+    assert af.result_type(af.uint8, af.uint32, af.int8) is af.int64
+
+
+MIXED_8 = [(af.int8, af.uint8), (af.uint8, af.int16), (af.int8, af.uint16), (af.int8, af.int32),
+           (af.uint8, af.uint16), (af.uint8, af.int8), (af.int8, af.float16),
+           (af.uint8, af.float32), (af.int8, af.uint32), (af.uint8, af.uint64)]
+
+
+@pytest.mark.parametrize("a,b", MIXED_8, ids=str)
+async def test_8_bit_mixed_with_other_dtypes_computes_as_numpy(devices, a, b):
+    x = ints(a, (3, 8))
+    y = ints(b, (3, 8)) if b.is_int else RNG.uniform(-50, 50, (3, 8)).astype(b.np)
+    with np.errstate(all="ignore"):  # numpy's dtypes are the ones wanted here
+        wants = [x + y, x - y, x * y, np.maximum(x, y), x < y, x == y, np.where(x > 0, x, y)]
+    for d in devices:
+        t, u = af.tensor(x, device=d), af.tensor(y, b, device=d)
+        got = await read(t + u, t - u, t * u, af.maximum(t, u), t < u, t == u,
+                         af.where(t > 0, t, u))
+        for i, (g, w) in enumerate(zip(got, wants, strict=True)):
+            equal(g, w, (d, a, b, i))
+
+
 async def test_scalars_must_fit_the_narrow_dtype(dev):
     t = af.tensor(np.array([1, 2], np.uint16), device=dev)
     equal((await read(t + 5))[0], np.array([6, 7], np.uint16))  # cached rule: checks stay
@@ -228,6 +278,21 @@ async def test_scalars_must_fit_the_narrow_dtype(dev):
         af.where(t > 1, t, -1)
     w = af.tensor([2**63], af.uint64, device=dev)
     equal((await read(w + (2**63 - 1)))[0], np.array([2**64 - 1], np.uint64))
+    i8 = af.tensor(np.array([-128, 127], np.int8), device=dev)
+    u8 = af.tensor(np.array([0, 255], np.uint8), device=dev)
+    got = await read(i8 + 1, i8 * -128, u8 - 255, af.where(u8 > 0, u8, 255), i8 > -128)
+    for g, want in zip(got, (np.array([-127, -128], np.int8), np.array([0, -128], np.int8),
+                             np.array([1, 0], np.uint8), np.array([255, 255], np.uint8),
+                             np.array([False, True]))):
+        equal(g, want)
+    for bad, make in (("128 does not fit in int8", lambda: i8 + 128),
+                      (r"-129 does not fit in int8 \(range -128..127\)", lambda: -129 * i8),
+                      ("256 does not fit in uint8", lambda: u8 + 256),
+                      ("-1 does not fit in uint8", lambda: af.where(u8 > 1, -1, u8)),
+                      ("300 does not fit in int8", lambda: af.maximum(i8, 300)),
+                      (r"200 does not fit in int8.*cast", lambda: i8.__setitem__(0, 200))):
+        with pytest.raises(af.DTypeError, match=bad):
+            make()
 
 
 async def test_indexing_selection_and_matmul(devices):
@@ -250,6 +315,42 @@ async def test_indexing_selection_and_matmul(devices):
                  np.concatenate([x, x[::-1]]), np.where(x > 0, x, np.int16(-7)), a @ b)
         for i, (g, want) in enumerate(zip(got, wants, strict=True)):
             equal(g, want, (d, i))
+
+
+@pytest.mark.parametrize("dt", [af.int8, af.uint8], ids=str)
+async def test_8_bit_sorting_selection_joining_and_setitem(devices, dt):
+    x = ints(dt, (6, 40))
+    other = ints(af.int16 if dt is af.int8 else af.int8, (2, 40))
+    at = np.array([39, 0, 7, 7], dt.np)
+    a, b = ints(dt, (4, 5)), ints(dt, (5, 3))
+    down = np.argsort(-x.astype(np.int64), 1, kind="stable")
+    up = np.argsort(x, 1, kind="stable")
+    put = x.copy()
+    put[0] = 5
+    put[1:3, ::2] = x[4:6, ::2]
+    put[put > 100] = 9
+    with np.errstate(over="ignore"):
+        wants = (np.sort(x, 1), up.astype(np.int32), down.astype(np.int32),
+                 np.take_along_axis(x, down[:, :5], 1), down[:, :5].astype(np.int32),
+                 np.take_along_axis(x, up[:, :3], 1), up[:, :3].astype(np.int32), np.unique(x),
+                 np.concatenate([x, x[::-1]]), np.stack([x, x], 1), np.concatenate([x[:2], other]),
+                 np.where(x > 3, x, dt.np.type(1)), x[:, at], a @ b, put)
+    for d in devices:
+        t = af.tensor(x, device=d)
+        vals, pos = af.topk(t, 5)
+        low, where_low = af.topk(t, 3, largest=False)
+        s = af.tensor(x, device=d)
+        s[0] = 5
+        s[1:3, ::2] = t[4:6, ::2]
+        s[s > 100] = 9
+        got = await read(af.sort(t, axis=1), af.argsort(t, axis=1),
+                         af.argsort(t, axis=1, descending=True), vals, pos, low, where_low,
+                         await af.unique_values(t), af.concat([t, t[::-1]]), af.stack([t, t], 1),
+                         af.concat([t[:2], af.tensor(other, device=d)]), af.where(t > 3, t, 1),
+                         af.take(t, af.tensor(at, device=d), axis=1),
+                         af.tensor(a, device=d) @ af.tensor(b, device=d), s)
+        for i, (g, want) in enumerate(zip(got, wants, strict=True)):
+            equal(g, want, (d, dt, i))
 
 
 async def test_refusals_name_what_to_use(dev, monkeypatch):
@@ -287,11 +388,11 @@ async def test_namespace_info_and_iinfo(dev, ref):
     for d in (dev, ref):
         held = d.backend.dtypes
         assert set(info.dtypes(device=d)) == {dt.label for dt in held} - {"float16"}
-        assert {af.int16, af.uint16} <= held  # no adapter feature needed
+        assert set(NARROW) <= held  # no adapter feature needed
         assert info.dtypes(device=d, kind="unsigned integer") == {
-            dt.label: dt for dt in (af.uint16, af.uint32, af.uint64) if dt in held}
+            dt.label: dt for dt in (af.uint8, af.uint16, af.uint32, af.uint64) if dt in held}
         assert info.dtypes(device=d, kind="signed integer") == {
-            dt.label: dt for dt in (af.int16, af.int32, af.int64) if dt in held}
+            dt.label: dt for dt in (af.int8, af.int16, af.int32, af.int64) if dt in held}
     for dt in NEW:
         i, n = af.iinfo(dt), np.iinfo(dt.np)
         assert (i.bits, i.min, i.max, i.dtype) == (n.bits, int(n.min), int(n.max), dt)
@@ -307,11 +408,14 @@ async def test_namespace_info_and_iinfo(dev, ref):
 async def test_device_memory_counts_32_bit_lanes(ref):
     base = ref.memory_stats().live_bytes
     t16 = af.tensor(np.arange(1000, dtype=np.int16), device=ref)
+    t8 = af.tensor(np.arange(1000, dtype=np.uint8), device=ref)  # wraps past 255, as numpy
     t64 = af.tensor(np.arange(1000, dtype=np.uint64), af.uint64, device=ref)
     await ref.sync()
-    assert ref.memory_stats().live_bytes - base == 1000 * (4 + 8)
+    assert ref.memory_stats().live_bytes - base == 1000 * (4 + 4 + 8)
     assert t16.dtype.itemsize == 4 and t16.dtype.bits == 16 and t64.dtype.itemsize == 8
-    del t16, t64
+    assert t8.dtype.itemsize == 4 and t8.dtype.bits == 8
+    equal((await read(t8))[0], np.arange(1000, dtype=np.uint8))
+    del t16, t8, t64
 
 
 async def test_adapter_without_shader_int64_refuses_uint64(dev, monkeypatch):
@@ -324,9 +428,11 @@ async def test_adapter_without_shader_int64_refuses_uint64(dev, monkeypatch):
     with pytest.raises(af.DTypeError, match="shader-int64"):
         af.zeros((2,), af.uint64, device=dev)
     held = af.__array_namespace_info__().dtypes(device=dev)
-    assert "uint64" not in held and {"int16", "uint16"} <= set(held)
+    assert "uint64" not in held and {dt.label for dt in NARROW} <= set(held)
     t = af.tensor(np.array([-32768, 32767], np.int16), device=dev)  # 16-bit: no feature
     equal((await read(t + 1))[0], np.array([-32767, -32768], np.int16))
+    t8 = af.tensor(np.array([0, 255], np.uint8), device=dev)  # nor 8-bit
+    equal((await read(t8 + 1))[0], np.array([1, 0], np.uint8))
 
 
 _UNARY = {"neg": (lambda a: -a, lambda a: -a), "inv": (lambda a: ~a, lambda a: ~a),

@@ -103,6 +103,9 @@ def test_ragged_and_nested_fields_name_the_row(raw, field, says):
      "2147483647)"),
     (b'{"k": -1}', af.uint32, "-1 is out of range for uint32"),
     (b'{"k": 70000}', af.int16, "out of range for int16"),
+    (b'{"k": 128}', af.int8, "k: 128 is out of range for int8 (expected integers from -128 to "
+     "127)"),
+    (b'{"k": 256}', af.uint8, "256 is out of range for uint8"),
     (b'{"k": 1}', af.bool_, "k: expected true or false (bool), got 1"),
     (b'{"k": 1e5}', af.float16, "100000.0 is out of range for float16"),
 ])

@@ -165,7 +165,8 @@ async def test_a_boolean_mask_takes_one_value(dev, ref):
 
 
 DTYPE_CASES = [("float32", 2), ("float32", True), ("int32", 2.5), ("int32", 3), ("int32", True),
-               ("bool", 1), ("bool", False), ("float64", 1.5), ("int16", 7)]
+               ("bool", 1), ("bool", False), ("float64", 1.5), ("int16", 7), ("int8", -128),
+               ("uint8", 255), ("int8", 2.5), ("uint8", True)]
 
 
 @pytest.mark.parametrize("dtype,value", DTYPE_CASES)
@@ -184,6 +185,8 @@ def test_scalar_dtype_rule_is_array_api_strict(dtype, value):
 
 @pytest.mark.parametrize("dst,src", [("float32", "float64"), ("float32", "int32"),
                                      ("int32", "int16"), ("int16", "int32"),
+                                     ("int16", "int8"), ("int8", "int16"),
+                                     ("int16", "uint8"), ("uint8", "int8"),
                                      ("float64", "float32"), ("int32", "bool")])
 def test_tensor_dtype_rule_is_array_api_strict(dst, src):
     ok = xp.result_type(getattr(xp, dst), getattr(xp, src)) == getattr(xp, dst) \

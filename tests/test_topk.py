@@ -59,8 +59,8 @@ async def check(device, x: np.ndarray, k: int, largest: bool = True) -> None:
     np.testing.assert_array_equal(got.view(bits), picked.view(bits))
 
 
-DTYPES = (np.float32, np.float16, np.float64, np.int32, np.int16, np.uint32, np.uint16,
-          np.int64, np.uint64)
+DTYPES = (np.float32, np.float16, np.float64, np.int32, np.int16, np.int8, np.uint32, np.uint16,
+          np.uint8, np.int64, np.uint64)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

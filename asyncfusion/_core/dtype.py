@@ -2,12 +2,13 @@
 
 Each dtype carries its ``itemsize`` on the device: bool is stored as a 4-byte word
 (WGSL cannot put ``bool`` in a storage buffer), float16 as 2 bytes, float64, int64 and
-uint64 as 8, the rest as 4. int16 and uint16 are held in 32-bit lanes (their ``lane``,
-int32/uint32: WGSL has no 16-bit integers), sign- or zero-extended, so they take 4 bytes
-on the device and 2 on the host; kernels compute them in the lane and wrap every result
-to 16 bits. float16 needs the adapter's ``shader-f16`` feature, float64 ``shader-f64``
-and ``shader-int64``, int64 and uint64 ``shader-int64``: :func:`check_held` refuses them
-on a device without it. Backend type names (WGSL's ``f32`` ...) live with the backends.
+uint64 as 8, the rest as 4. int8, uint8, int16 and uint16 (the *narrow* integers) are
+held in 32-bit lanes (their ``lane``, int32/uint32: WGSL has no 8- or 16-bit integers),
+sign- or zero-extended, so they take 4 bytes on the device and 1 or 2 on the host;
+kernels compute them in the lane and wrap every result to 8 or 16 bits. float16 needs
+the adapter's ``shader-f16`` feature, float64 ``shader-f64`` and ``shader-int64``, int64
+and uint64 ``shader-int64``: :func:`check_held` refuses them on a device without it.
+Backend type names (WGSL's ``f32`` ...) live with the backends.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ import numpy as np
 
 from .errors import DTypeError
 
-__all__ = ["DType", "float16", "float32", "float64", "int16", "int32", "int64", "uint16",
-           "uint32", "uint64", "bool_", "as_dtype", "promote", "check_held", "int_range",
-           "to_storage", "check_promoted", "NarrowingWarning", "NARROWED", "DTypeSpec"]
+__all__ = ["DType", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
+           "uint8", "uint16", "uint32", "uint64", "bool_", "as_dtype", "promote", "check_held",
+           "int_range", "to_storage", "check_promoted", "NarrowingWarning", "NARROWED",
+           "DTypeSpec"]
 
 
 class DType(enum.Enum):
@@ -30,9 +32,11 @@ class DType(enum.Enum):
     float16 = ("float16", "F16", np.float16, 2)
     float32 = ("float32", "F32", np.float32, 4)
     float64 = ("float64", "F64", np.float64, 8)
+    int8 = ("int8", "I8", np.int8, 4)  # in a 32-bit lane
     int16 = ("int16", "I16", np.int16, 4)  # in a 32-bit lane
     int32 = ("int32", "I32", np.int32, 4)
     int64 = ("int64", "I64", np.int64, 8)
+    uint8 = ("uint8", "U8", np.uint8, 4)  # in a 32-bit lane
     uint16 = ("uint16", "U16", np.uint16, 4)  # in a 32-bit lane
     uint32 = ("uint32", "U32", np.uint32, 4)
     uint64 = ("uint64", "U64", np.uint64, 8)
@@ -48,14 +52,14 @@ class DType(enum.Enum):
 
     @property
     def storage_np(self) -> np.dtype:
-        """The numpy type of the device's storage words (bool is stored as uint32, int16
-        and uint16 in their 32-bit lanes)."""
+        """The numpy type of the device's storage words (bool is stored as uint32, the
+        narrow integers in their 32-bit lanes)."""
         return _STORAGE_NP.get(self, self.np)
 
     @property
     def lane(self) -> DType:
-        """The dtype this one is held and computed in: int32 for int16, uint32 for
-        uint16, itself for the others."""
+        """The dtype this one is held and computed in: int32 for int8 and int16, uint32
+        for uint8 and uint16, itself for the others."""
         return _LANES.get(self, self)
 
     @property
@@ -86,29 +90,30 @@ class DType(enum.Enum):
 float16 = DType.float16
 float32 = DType.float32
 float64 = DType.float64
+int8 = DType.int8
 int16 = DType.int16
 int32 = DType.int32
 int64 = DType.int64
+uint8 = DType.uint8
 uint16 = DType.uint16
 uint32 = DType.uint32
 uint64 = DType.uint64
 bool_ = DType.bool
 
 _FLOATS = frozenset((DType.float16, DType.float32, DType.float64))
-_UNSIGNED = frozenset((DType.uint16, DType.uint32, DType.uint64))
-_INTS = frozenset((DType.int16, DType.int32, DType.int64)) | _UNSIGNED
-_LANES = {DType.int16: DType.int32, DType.uint16: DType.uint32}
+_UNSIGNED = frozenset((DType.uint8, DType.uint16, DType.uint32, DType.uint64))
+_INTS = frozenset((DType.int8, DType.int16, DType.int32, DType.int64)) | _UNSIGNED
+_LANES = {DType.int8: DType.int32, DType.int16: DType.int32, DType.uint8: DType.uint32,
+          DType.uint16: DType.uint32}
 _STORAGE_NP = {d: d.lane.np for d in _LANES} | {DType.bool: np.dtype(np.uint32)}
 _STORAGE_OF_NUMPY = {d.np: w for d, w in _STORAGE_NP.items()}
 _BY_NUMPY = {d.np: d for d in DType}
 _FROM_NUMPY = {d.np: d for d in DType if d.itemsize <= 4}
 # numpy data the runtime converts on upload: 64-bit data is narrowed (as JAX does by
-# default; ask for dtype=float64/int64 to keep it), small integers widened.
+# default; ask for dtype=float64/int64 to keep it).
 _CONVERTIBLE = {
     np.dtype(np.float64): DType.float32,
     np.dtype(np.int64): DType.int32,
-    np.dtype(np.int8): DType.int32,
-    np.dtype(np.uint8): DType.uint32,
     np.dtype(np.uint64): DType.uint32,
 }
 # The conversions that lose bits (warned about once per process, :class:`NarrowingWarning`).
@@ -127,8 +132,9 @@ class NarrowingWarning(UserWarning):
 _NAMES = {d.label: d for d in DType} | {"bool_": DType.bool, "f32": DType.float32,
                                         "f16": DType.float16, "half": DType.float16,
                                         "f64": DType.float64, "double": DType.float64,
-                                        "i16": DType.int16, "i32": DType.int32,
-                                        "i64": DType.int64, "u16": DType.uint16,
+                                        "i8": DType.int8, "i16": DType.int16,
+                                        "i32": DType.int32, "i64": DType.int64,
+                                        "u8": DType.uint8, "u16": DType.uint16,
                                         "u32": DType.uint32, "u64": DType.uint64}
 
 
@@ -155,28 +161,28 @@ def as_dtype(value: object) -> DType:
     if npd is not None and npd in _BY_NUMPY:
         return _BY_NUMPY[npd]
     raise DTypeError(
-        f"dtype {value!r} is not supported; asyncfusion holds float32, int16, int32, uint16, "
-        "uint32, bool and, where the adapter has them, float16, float64, int64 and uint64. "
-        "Convert your data first (for example with numpy's .astype(np.float32))."
+        f"dtype {value!r} is not supported; asyncfusion holds float32, int8, int16, int32, "
+        "uint8, uint16, uint32, bool and, where the adapter has them, float16, float64, int64 "
+        "and uint64. Convert your data first (for example with numpy's .astype(np.float32))."
     )
 
 
 def from_numpy(npd: np.dtype) -> DType:
     """The DType that numpy data of type ``npd`` is stored as (with documented narrowing).
 
-    float64 becomes float32 (as JAX does by default), int8/64 int32, uint8/64 uint32;
-    float16, int16 and uint16 stay. ``dtype=float64`` (or int64, uint64) keeps 64 bits.
-    Complex, object, string and datetime data raise.
+    float64 becomes float32 (as JAX does by default), int64 int32, uint64 uint32;
+    float16 and the 8- and 16-bit integers stay. ``dtype=float64`` (or int64, uint64)
+    keeps 64 bits. Complex, object, string and datetime data raise.
     """
     if npd in _FROM_NUMPY:
         return _FROM_NUMPY[npd]
     if npd in _CONVERTIBLE:
         return _CONVERTIBLE[npd]
     raise DTypeError(
-        f"numpy dtype {npd} cannot be held: asyncfusion holds float32, int16, int32, uint16, "
-        "uint32, bool and, where the adapter has them, float16, float64, int64 and uint64 "
-        "(64-bit data without dtype= is narrowed to 32 bits, int8/uint8 widened, on upload). "
-        "Convert complex data to two real tensors, and strings or objects to numbers, before "
+        f"numpy dtype {npd} cannot be held: asyncfusion holds float32, int8, int16, int32, "
+        "uint8, uint16, uint32, bool and, where the adapter has them, float16, float64, int64 "
+        "and uint64 (64-bit data without dtype= is narrowed to 32 bits on upload). Convert "
+        "complex data to two real tensors, and strings or objects to numbers, before "
         "calling tensor()."
     )
 
@@ -186,10 +192,12 @@ def promote(a: DType, b: DType, op: str) -> DType:
 
     Rules: equal types stay; two floats give the wider; an integer with a float gives
     the float (as torch); integers follow the Array API's lattice (the wider of one
-    signedness; an unsigned with a wider signed gives the signed, uint16 with int16 gives
-    int32, int32 or int16 with uint32 gives int64); bool mixes only with bool. Refused:
-    uint64 with a signed integer (no common integer type). Whether a device holds the
-    result (int64 needs ``shader-int64``) is :func:`check_promoted`'s question.
+    signedness; an unsigned with a wider signed gives the signed, an unsigned with a
+    signed no wider the signed integer of twice the unsigned's bits: uint8 with int8
+    gives int16, uint16 with int16 int32, int32 or int16 with uint32 int64); bool mixes
+    only with bool. Refused: uint64 with a signed integer (no common integer type).
+    Whether a device holds the result (int64 needs ``shader-int64``) is
+    :func:`check_promoted`'s question.
     """
     if a is b:
         return a
@@ -213,11 +221,14 @@ def promote(a: DType, b: DType, op: str) -> DType:
             "float64); cast one operand with .astype(asyncfusion.int64) or "
             ".astype(asyncfusion.uint64)."
         )
-    return DType.int32 if unsigned is DType.uint16 else DType.int64
+    return _SIGNED_OF_BITS[2 * unsigned.bits]
+
+
+_SIGNED_OF_BITS = {d.bits: d for d in _INTS - _UNSIGNED}
 
 
 def check_promoted(dtype: DType, device: object, what: str) -> None:
-    """Refuse the int64 that promotion gives for int32 (or int16) with uint32 on a
+    """Refuse the int64 that promotion gives for a signed integer with uint32 on a
     device whose adapter lacks ``shader-int64`` (its operands are held: only this
     widening can give a dtype the device does not hold)."""
     held = getattr(getattr(device, "backend", None), "dtypes", None)
@@ -258,8 +269,8 @@ _RANGES = {d: (int(np.iinfo(d.np).min), int(np.iinfo(d.np).max))  # type: ignore
 
 
 def to_storage(data: np.ndarray) -> np.ndarray:
-    """Host data as the device's storage words, C-ordered: bool as uint32 words, int16
-    and uint16 sign- or zero-extended to their 32-bit lanes, the rest as they are."""
+    """Host data as the device's storage words, C-ordered: bool as uint32 words, the
+    narrow integers sign- or zero-extended to their 32-bit lanes, the rest as they are."""
     raw = np.ascontiguousarray(data)
     word = _STORAGE_OF_NUMPY.get(raw.dtype)
     return raw if word is None else raw.astype(word)

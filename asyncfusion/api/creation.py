@@ -189,7 +189,7 @@ def arange(start: float, stop: float | None = None, step: float = 1, dtype: DTyp
     target = as_dtype(dtype) if dtype is not None else DType.int32 if ints else DType.float32
     check_held(target, device, "arange()")
     if ints and target.is_int or target is DType.float64:
-        compute = target.lane  # int16/uint16 count in their 32-bit lanes
+        compute = target.lane  # the narrow ints count in their 32-bit lanes
     else:
         compute = DType.int32 if ints and not target.is_float else DType.float32
     last = start + (n - 1) * step

@@ -16,7 +16,7 @@ __all__ = ["cat", "concat"]
 
 def cat(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
     """Concatenate tensors of one device along ``axis``; their dtypes promote as an
-    element-wise op's operands do (int16 with int32 gives int32)."""
+    element-wise op's operands do (int16 with int32 gives int32, int8 with uint8 int16)."""
     tensors = list(tensors)
     if not tensors or any(type(t) is not Tensor for t in tensors):
         raise TypeError("cat: give a non-empty list of asyncfusion Tensors")

@@ -291,7 +291,7 @@ def vecdot(x1: Tensor, x2: Tensor, /, *, axis: int = -1) -> Tensor:
                          f"{x1.shape} and {x2.shape}; they must be equal (no broadcasting "
                          "along the reduced axis)")
     prod = x1 * x2
-    out = reduce("sum", prod, ax)  # int16/uint16 sum in their 32-bit lanes: wrapped back
+    out = reduce("sum", prod, ax)  # the narrow ints sum in their 32-bit lanes: wrapped back
     return out if out.dtype is prod.dtype else out.astype(prod.dtype)
 
 
@@ -306,7 +306,7 @@ def _scan(x: Tensor, axis: int | None, dtype: Any, include_initial: bool, op: st
         raise ShapeError(f"{what}: needs at least one dimension")
     ax = normalize_axis(axis, x.ndim, what)
     target = as_dtype(dtype) if dtype is not None else (
-        DType.int32 if x.dtype is DType.bool else x.dtype.lane)  # int16 sums as int32
+        DType.int32 if x.dtype is DType.bool else x.dtype.lane)  # int8/int16 sum as int32
     if x.dtype is not target:
         x = x.astype(target)
     unit = 0 if op == "add" else 1
@@ -324,13 +324,13 @@ def _scan(x: Tensor, axis: int | None, dtype: Any, include_initial: bool, op: st
 
 def cumulative_sum(x: Tensor, /, *, axis: int | None = None, dtype: Any = None,
                    include_initial: bool = False) -> Tensor:
-    """Running sums along ``axis`` (optional for 1-D); bool counts as int32, int16 and
-    uint16 sum in int32/uint32 (as ``sum``)."""
+    """Running sums along ``axis`` (optional for 1-D); bool counts as int32, the 8- and
+    16-bit integers sum in int32/uint32 (as ``sum``)."""
     return _scan(x, axis, dtype, include_initial, "add", "cumulative_sum")
 
 
 def cumulative_prod(x: Tensor, /, *, axis: int | None = None, dtype: Any = None,
                     include_initial: bool = False) -> Tensor:
-    """Running products along ``axis`` (optional for 1-D); bool counts as int32, int16
-    and uint16 multiply in int32/uint32 (as ``prod``)."""
+    """Running products along ``axis`` (optional for 1-D); bool counts as int32, the 8-
+    and 16-bit integers multiply in int32/uint32 (as ``prod``)."""
     return _scan(x, axis, dtype, include_initial, "mul", "cumulative_prod")

@@ -2,13 +2,14 @@
 
 ``t.__array_namespace__()`` returns the ``asyncfusion`` module, so code written against
 the standard (``xp = array_namespace(x)``) runs on it. What it reports is what this
-runtime holds: float32, int16, int32, uint16, uint32 and bool on every adapter, float16,
-float64, int64 and uint64 where the adapter has ``shader-f16``/``-f64``/``-int64`` (the
-numpy backend always), no complex dtype. Every op knows its output's shape when it is
-recorded, so there is no boolean-mask indexing; the functions whose output size depends on
-data (``nonzero``, ``unique_all``/``_counts``/``_inverse``/``_values``) read that size
-first: outside a running event loop they block for it and return the standard's results
-(data-dependent shapes are supported there), inside one they return an awaitable of them,
+runtime holds: float32, int8, int16, int32, uint8, uint16, uint32 and bool on every
+adapter, float16, float64, int64 and uint64 where the adapter has
+``shader-f16``/``-f64``/``-int64`` (the numpy backend always), no complex dtype. Every op
+knows its output's shape when it is recorded, so there is no boolean-mask indexing; the
+functions whose output size depends on data (``nonzero``,
+``unique_all``/``_counts``/``_inverse``/``_values``) read that size first: outside a
+running event loop they block for it and return the standard's results (data-dependent
+shapes are supported there), inside one they return an awaitable of them,
 ``await af.nonzero(x)``, so that no task is stalled.
 """
 
@@ -110,8 +111,9 @@ def iinfo(type: Tensor | DTypeSpec, /) -> iinfo_object:  # noqa: A002 - the stan
 
 def result_type(*arrays_and_dtypes: Tensor | DTypeSpec | complex) -> DType:
     """The dtype an operation on these tensors, dtypes and Python scalars gives (the rules
-    the element-wise ops use: the Array API's integer lattice, int with float32 is
-    float32, int32 with uint32 and uint64 with a signed integer are refused)."""
+    the element-wise ops use: the Array API's integer lattice, int8 with uint8 giving
+    int16 and int32 with uint32 int64; int with float32 is float32; uint64 with a signed
+    integer is refused)."""
     held = [_dtype_of(a) for a in arrays_and_dtypes
             if not isinstance(a, (bool, int, float, complex))]
     if not held:
@@ -131,7 +133,8 @@ def result_type(*arrays_and_dtypes: Tensor | DTypeSpec | complex) -> DType:
 def can_cast(from_: Tensor | DTypeSpec, to: DTypeSpec, /) -> bool:
     """Whether the standard's promotion lattice casts ``from_`` to ``to`` without loss:
     each type to itself, a float to a wider float, an integer to one that holds all its
-    values (uint16 to int32, uint32 to int64 ...); mixing kinds is never a safe cast."""
+    values (uint8 to int16, uint16 to int32, uint32 to int64 ...); mixing kinds is never a
+    safe cast."""
     src, dst = _dtype_of(from_), as_dtype(to)
     if src is dst:
         return True

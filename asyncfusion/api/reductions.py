@@ -61,7 +61,7 @@ def reduce(op: str, x: Tensor, axis: Axes = None, keepdims: bool = False) -> Ten
         raise ShapeError(f"{what} of an empty tensor (shape {x.shape}) has no value; "
                          "check the size before reducing")
     dtype = spec.out_dtype(x.dtype)
-    if not axes:  # a 0-d tensor: nothing to fold (an int16 sum is still int32)
+    if not axes:  # a 0-d tensor: nothing to fold (an int8 sum is still int32)
         if spec.arg:
             return elementwise("mul", x, 0)
         return elementwise("copy", x) if dtype is x.dtype else x.astype(dtype)
@@ -82,13 +82,13 @@ def _accumulated(op: str, x: Tensor, axis: Axes, dtype: DTypeSpec | None, keepdi
         return reduce(op, x, axis, keepdims)
     dt = as_dtype(dtype)
     out = reduce(op, x if dt is x.dtype else x.astype(dt), axis, keepdims)
-    return out if out.dtype is dt else out.astype(dt)  # int16 accumulates in its lane
+    return out if out.dtype is dt else out.astype(dt)  # int8/int16 accumulate in their lane
 
 
 def sum(x: Tensor, /, *, axis: Axes = None, dtype: DTypeSpec | None = None,  # noqa: A001 - the standard's
         keepdims: bool = False) -> Tensor:
     """The sum over ``axis`` (an int, a tuple of axes or None: all). Without ``dtype``:
-    x's dtype, int32/uint32 for int16/uint16; with it, ``x`` is cast to
+    x's dtype, int32/uint32 for the 8- and 16-bit integers; with it, ``x`` is cast to
     ``dtype`` first (``dtype=float64`` sums float32 data in float64), and the result is
     ``dtype`` (int16 sums in its int32 lane, wrapped back to int16)."""
     return _accumulated("sum", x, axis, dtype, keepdims)

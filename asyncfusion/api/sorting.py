@@ -18,7 +18,7 @@ A row of ``P = 2**p`` padded elements costs ``1 + sum over stages 2**(b+1)..P of
 (log2(stage) - b + 1)`` launches (``_BLOCK = 2**b``): 1 up to 2048 elements, 3 at 4096,
 55 at 2**20, all in one submission. :func:`sorted_pairs` gives the sorted positions;
 ``argsort`` and ``sort`` (:mod:`asyncfusion.api.indexing`) use it for 32-bit dtypes (float16,
-bool, int16 and uint16 through their 32-bit forms), and ``topk`` for more than
+bool and the 8- and 16-bit integers through their 32-bit forms), and ``topk`` for more than
 :mod:`asyncfusion.api.selection` keeps in a workgroup (:func:`top_positions`).
 """
 
@@ -39,10 +39,9 @@ __all__ = ["sorted_pairs", "top_positions", "SORTABLE", "launches"]
 _WG = 256
 _BLOCK = 2048  # pairs one workgroup sorts in workgroup memory (16 KiB of keys + indices)
 _MAX_X = 65535
-SORTABLE = frozenset({DType.float32, DType.int32, DType.uint32, DType.bool,
-                      DType.float16, DType.int16, DType.uint16})
-_WIDEN = {DType.float16: DType.float32, DType.bool: DType.uint32, DType.int16: DType.int32,
-          DType.uint16: DType.uint32}  # sorted through their 32-bit forms
+_WIDEN = {DType.float16: DType.float32, DType.bool: DType.uint32} | {
+    d: d.lane for d in DType if d.lane is not d}  # sorted through their 32-bit forms
+SORTABLE = frozenset({DType.float32, DType.int32, DType.uint32, *_WIDEN})
 _PAD = 0xFFFFFFFF  # padding's key: last (ties go by position, and padding's come last)
 
 # params: n (row length), p (padded length), rows, block (pairs per workgroup, a power of

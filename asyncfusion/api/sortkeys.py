@@ -19,9 +19,9 @@ from .._core.dtype import DType
 __all__ = ["KIND", "wgsl_key", "keys_np"]
 
 # the key function of each source family: its WGSL name and the bits it reads
-KIND = {DType.float32: "float", DType.int32: "int", DType.int16: "int",
-        DType.uint32: "uint", DType.uint16: "uint", DType.float16: "half",
+KIND = {DType.float32: "float", DType.int32: "int", DType.uint32: "uint", DType.float16: "half",
         DType.float64: "float64", DType.int64: "int64", DType.uint64: "uint64"}
+KIND |= {d: KIND[d.lane] for d in DType if d.lane is not d}  # the narrow ints: their lane's
 
 _WIDE = frozenset({"float64", "int64", "uint64"})
 _INF = {16: 0x7C00, 32: 0x7F800000, 64: 0x7FF0000000000000}  # the infinity's bits
@@ -99,7 +99,7 @@ def keys_np(values: np.ndarray, kind: str, mode: int) -> np.ndarray:
         b, width = v.view(np.uint16).astype(np.uint64), 16
     elif kind in _WIDE:
         b, width = v.view(np.uint64).astype(np.uint64), 64
-    else:  # int16/uint16 through their 32-bit lane
+    else:  # the 8- and 16-bit integers through their 32-bit lane
         lane = v.astype(np.int32 if kind == "int" else np.uint32) if v.itemsize < 4 else v
         b, width = lane.view(np.uint32).astype(np.uint64), 32
     ones, top = np.uint64((1 << width) - 1), np.uint64(1 << (width - 1))

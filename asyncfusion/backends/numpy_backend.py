@@ -43,7 +43,7 @@ def _index(shape: tuple[int, ...], offset: int, strides: tuple[int, ...]) -> np.
 
 
 def _from_words(words: np.ndarray, dtype: DType) -> np.ndarray:
-    """Storage words as values (int16's 32-bit lanes as int16)."""
+    """Storage words as values (int8's and int16's 32-bit lanes as int8, int16)."""
     return words != 0 if dtype is DType.bool else words.astype(dtype.np, copy=False)
 
 

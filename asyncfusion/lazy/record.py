@@ -57,8 +57,8 @@ def scalar_dtype(value: Scalar, other: DType, what: str) -> DType:
 
 def _compute_dtype(op: str, rule: str, dtypes: list[DType], what: str) -> tuple[DType, DType]:
     """(compute dtype, output dtype) of an element-wise op, or a DTypeError. float16 is
-    computed in float32 and rounded to float16 per op, as numpy does; int16/uint16 in
-    their 32-bit lane, wrapped to 16 bits per op."""
+    computed in float32 and rounded to float16 per op, as numpy does; the 8- and
+    16-bit integers in their 32-bit lane, wrapped to their width per op."""
     common = dtypes[0]
     for d in dtypes[1:]:
         common = promote(common, d, what)
@@ -125,6 +125,8 @@ def _dtypes(op: str, args: tuple[Operand, ...], dtype: DType | None) -> tuple[DT
     first = tensors[0]
     if spec.rule == "cast":
         assert dtype is not None
+        if first.dtype.is_float and dtype.is_unsigned and dtype.lane is not dtype:
+            return DType.int32, dtype  # as numpy: through int32, so -1.0 gives 255 in uint8
         return dtype.lane, dtype
     if spec.rule == "where":
         cond = args[0]
@@ -259,8 +261,9 @@ def _with_scalars(op: str, args: tuple[Operand, ...], compute: DType
 
 
 def _narrowest(args: tuple[Operand, ...], compute: DType) -> DType:
-    """The dtype a scalar must fit beside tensors computed in ``compute``: int16 when
-    the integer tensors are int16 (computed in their int32 lane), else ``compute``."""
+    """The dtype a scalar must fit beside tensors computed in ``compute``: the narrow
+    integer (int8, int16 ... computed in their 32-bit lane) the integer tensors are,
+    else ``compute``."""
     held = {a.dtype for a in args if type(a) is Tensor and a.dtype.lane is compute}
     return held.pop() if len(held) == 1 else compute
 

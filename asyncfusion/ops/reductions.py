@@ -32,8 +32,8 @@ class Reduction:
     ``combine``: the element-wise op that folds two partial results (a reduction split in
     chunks). ``logical``: it reads its input as truth values (any, all). ``empty``: it
     has a value over no elements (its identity); the others refuse an empty input.
-    ``widens``: 16-bit integers give results in their 32-bit lanes (sum, prod). ``arg``
-    reductions fold (value, index) pairs and give the index; ``combine`` is then the
+    ``widens``: 8- and 16-bit integers give results in their 32-bit lanes (sum, prod).
+    ``arg`` reductions fold (value, index) pairs and give the index; ``combine`` is then the
     value's own reduction and ``better`` the comparison that makes one value win."""
 
     name: str
@@ -48,14 +48,15 @@ class Reduction:
 
     def acc_dtype(self, src: DType) -> DType:
         """bool folds as uint32 words, float16 in float32 (rounded once at the end),
-        int16/uint16 in their 32-bit lanes."""
+        the 8- and 16-bit integers in their 32-bit lanes."""
         if src is DType.float16:
             return DType.float32
         return DType.uint32 if src is DType.bool else src.lane
 
     def out_dtype(self, src: DType) -> DType:
-        """Indices are int32; sums and products of int16/uint16 are int32/uint32 (the
-        Array API's default integer widths here), other results keep ``src``."""
+        """Indices are int32; sums and products of the 8- and 16-bit integers are
+        int32/uint32 (the Array API's default integer widths here), other results keep
+        ``src``."""
         if self.arg:
             return DType.int32
         return src.lane if self.widens else src

@@ -53,7 +53,7 @@ def matmul(a: Tensor, b: Tensor, /) -> Tensor:
     if dtype is DType.bool:
         raise DTypeError("matmul (@) is not defined for bool tensors; cast with "
                          ".astype(asyncfusion.int32) or .astype(asyncfusion.float32) first")
-    if dtype.lane is not dtype:  # int16/uint16: in the 32-bit lane, wrapped once at the end
+    if dtype.lane is not dtype:  # 8/16-bit ints: in the 32-bit lane, wrapped once at the end
         return matmul(a.astype(dtype.lane), b.astype(dtype.lane)).astype(dtype)
     if a.dtype is not dtype:
         a = a.astype(dtype)

@@ -127,8 +127,8 @@ class Runtime:
         # Subgroup operations let a reduction combine a row's partials in registers.
         self.subgroups = "subgroup" in adapter.features
         # float16/float64/int64/uint64 where the adapter offers shader-f16/-f64/-int64.
-        # int16/uint16 need none: naga (wgpu 0.32) parses no i16 even with shader-i16,
-        # so they live in 32-bit lanes (see dtype.py).
+        # The 8- and 16-bit integers need none: naga (wgpu 0.32) parses no i8 or i16 (not
+        # even with shader-i16), so they live in 32-bit lanes (see dtype.py).
         self.features = frozenset(f for f in _FEATURES if f in adapter.features)
         self.device = adapter.request_device_sync(
             required_features=sorted(self.features), required_limits={

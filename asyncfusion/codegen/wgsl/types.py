@@ -11,12 +11,13 @@ from ..._core.dtype import DType
 __all__ = ["WGSL_TYPE", "STORAGE_TYPE", "Ty", "Rule", "convert", "isnan", "isinf", "lanes",
            "ABS64", "INF64"]
 
-# int16/uint16 live in i32/u32 lanes (WGSL has no 16-bit integers): sign- or
-# zero-extended in storage and registers, wrapped to 16 bits after every op (convert)
+# int8, uint8, int16 and uint16 live in i32/u32 lanes (WGSL has no 8- or 16-bit
+# integers): sign- or zero-extended in storage and registers, wrapped to their width
+# after every op (convert)
 WGSL_TYPE = {DType.float16: "f16", DType.float32: "f32", DType.float64: "f64",
-             DType.int64: "i64", DType.int32: "i32", DType.int16: "i32",
-             DType.uint64: "u64", DType.uint32: "u32", DType.uint16: "u32",
-             DType.bool: "bool"}
+             DType.int64: "i64", DType.int32: "i32", DType.uint64: "u64",
+             DType.uint32: "u32", DType.bool: "bool"}
+WGSL_TYPE |= {d: WGSL_TYPE[d.lane] for d in DType if d.lane is not d}
 STORAGE_TYPE = WGSL_TYPE | {DType.bool: "u32"}  # WGSL cannot store bool: a u32 per element
 
 ABS64 = "0x7fffffffffffffffli"  # float64 bits, as int64 literals: all but the sign
@@ -49,10 +50,10 @@ Rule = Callable[[list[str], Ty], str]  # argument expressions -> the op's expres
 
 
 def convert(expr: str, src: DType, ty: Ty) -> str:
-    """``expr`` (of ``src``) as ``ty``. A 32-bit (or 16-bit) integer becomes a 64-bit one
+    """``expr`` (of ``src``) as ``ty``. A 32-bit (or narrower) integer becomes a 64-bit one
     by an explicit sign or zero extension: naga (wgpu 0.32) sign-extends ``i64(u32)``,
     and on lavapipe a plain ``i64(x)`` of a negative i32 compares as non-negative.
-    int16/uint16 results wrap: the low 16 bits of the 32-bit lane, sign- or
+    The narrow integers' results wrap: the low 8 or 16 bits of the 32-bit lane, sign- or
     zero-extended."""
     dst = ty.dtype
     if dst.itemsize == 8 and dst.is_int and src.lane in (DType.int32, DType.uint32):
@@ -60,12 +61,13 @@ def convert(expr: str, src: DType, ty: Ty) -> str:
                 else f"(i64({expr}) & 0xffffffffli)")
         return wide if dst is DType.int64 else f"bitcast<u64>({wide})"
     lane = expr if WGSL_TYPE[src] == WGSL_TYPE[dst] else f"{ty.t}({expr})"
-    if dst is DType.int16:
-        sixteen = ty.of(DType.uint32).const("16u") if ty.vec4 else "16u"
-        return f"(({lane} << {sixteen}) >> {sixteen})"
-    if dst is DType.uint16:
-        return f"({lane} & {ty.const('0xffffu')})"
-    return lane
+    if dst.lane is dst:
+        return lane
+    if dst.is_unsigned:
+        return f"({lane} & {ty.const(f'{(1 << dst.bits) - 1:#x}u')})"
+    spare = f"{32 - dst.bits}u"  # the lane's bits above the value's
+    shift = ty.of(DType.uint32).const(spare) if ty.vec4 else spare
+    return f"(({lane} << {shift}) >> {shift})"
 
 
 def isnan(expr: str, vec4: bool, dtype: DType = DType.float32) -> str:
