@@ -228,7 +228,7 @@ def _upload_batched(step: OpStep, members: list[tuple[list[OperationIr], list[in
         packed[b * stride:b * stride + size] = raw.reshape(-1).view(np.uint8)
     try:
         backend.faults.check("alloc")
-        buffer = backend.upload(packed)
+        buffer = backend.upload(packed.view(np.uint32))  # words: bytes would be widened
     except Exception:  # noqa: BLE001 - out of memory, say: each upload alone, isolated
         for ops, ids in members:
             step.run(ops, ids, ctx)
