@@ -14,6 +14,8 @@ import os
 
 os.environ.setdefault("ASYNCFUSION_DEBUG", "1")  # before asyncfusion reads it
 
+import hypothesis  # noqa: E402,F401 - before the first device freezes the collector (trio
+# registers its random with hypothesis on import, which looks for referrers gc.freeze hides)
 import numpy.testing  # noqa: E402,F401 - imported lazily it would trip blockbuster
 import pytest  # noqa: E402
 

@@ -32,6 +32,7 @@ async def test_an_unknown_option_is_named_with_the_known_ones():
     ({"retry_after": 0}, ValueError, "retry_after must be a positive number"),
     ({"max_wait_ms": float("inf")}, ValueError, "max_wait_ms must be a number"),
     ({"fusion": 1}, TypeError, "fusion must be True or False"),
+    ({"freeze_gc": "yes"}, TypeError, "freeze_gc must be True or False"),
 ])
 def test_bad_values_are_refused_naming_the_option(options, error, text):
     with pytest.raises(error, match=text):
@@ -46,3 +47,33 @@ def test_an_unknown_backend_says_which_exist():
         af.DeviceOptions(backend="cuda")
     with pytest.raises(af.InputError, match="unknown backend 'metal'"):
         af.Device("metal")
+
+
+_FREEZE_PROBE = """
+import gc, sys, anyio, asyncfusion as af
+held = [[i] for i in range(10_000)]  # imported objects, say
+async def main():
+    async with af.open_device("numpy", freeze_gc=sys.argv[1] == "on"):
+        pass
+    async with af.open_device("numpy"):
+        pass
+    print(gc.get_freeze_count())
+anyio.run(main)
+"""
+
+
+@pytest.mark.parametrize("flag", ["on", "off"])
+def test_the_first_device_freezes_what_the_process_made_before_it(flag):
+    """freeze_gc: the first device of a process collects and freezes the survivors (the
+    10,000 lists made before it among them) once; a later device freezes nothing more.
+    Off, the first device leaves the collector alone (and the second, on, freezes)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _FREEZE_PROBE, flag], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    frozen = int(proc.stdout.split()[-1])
+    assert frozen >= 10_000
+    if flag == "on":  # the second device froze nothing: the count is the first one's
+        assert frozen < 10_000 + 200_000

@@ -31,6 +31,7 @@ from .._core.errors import BlockingCallError, DeviceClosedError, DeviceMismatchE
 from ..ir import OperationIr, TensorIr
 from ..trace import Counters, CounterSnapshot
 from .admission import Admission
+from .collector import freeze_survivors
 from .metrics import Metrics
 from .options import DeviceOptions
 from .server import Server
@@ -52,6 +53,8 @@ class Device:
         """A device of ``backend`` with :class:`DeviceOptions` ``options`` (keywords);
         its server runs once ``open_device`` (or ``default_device``) starts it."""
         self.options = opts = DeviceOptions.of(backend, options)
+        if opts.freeze_gc:
+            freeze_survivors()
         self.counters = Counters()
         self.backend: Backend
         if opts.backend == "wgpu":

@@ -29,7 +29,7 @@ async def open_device(backend: str = "wgpu", **options: Any) -> AsyncIterator[De
     ``options`` are :class:`~asyncfusion.DeviceOptions` keywords (``fusion``,
     ``max_storage_bindings``, ``workgroup``, ``flush_threshold``, ``max_pending``,
     ``max_round``, ``retry_after``, ``max_batch``, ``max_wait_ms``, ``cache_bytes``,
-    ``matmul_tune``, ``tune_dir``).
+    ``matmul_tune``, ``tune_dir``, ``freeze_gc``).
     """
     make = functools.partial(Device, backend, **options)
     dev = await anyio.to_thread.run_sync(make)  # adapter setup blocks for ~0.5 s

@@ -64,6 +64,10 @@ class DeviceOptions:
         0, else on for GPU adapters and off for CPU ones, which take the default).
     :param tune_dir: the directory of the tuning files (None: ``ASYNCFUSION_TUNE_DIR``,
         else ``$XDG_CACHE_HOME/asyncfusion``, ``~/.cache/asyncfusion`` by default).
+    :param freeze_gc: the first device of the process collects garbage once and freezes
+        what survived (:func:`gc.freeze`), so the objects imported before it (torch, a web
+        framework) are not walked again by every full collection while it serves (see
+        ``runtime/collector.py``); False leaves the collector alone.
     """
 
     backend: str = "wgpu"
@@ -81,6 +85,7 @@ class DeviceOptions:
     cache_bytes: int | None = None
     matmul_tune: bool | None = None
     tune_dir: str | os.PathLike[str] | None = None
+    freeze_gc: bool = True
 
     @staticmethod
     def of(backend: str, options: dict[str, Any]) -> DeviceOptions:
@@ -100,8 +105,9 @@ class DeviceOptions:
                               "included, through WebGPU: Vulkan, Metal, D3D12) or 'numpy' "
                               "(the host reference): af.open_device('wgpu')")
         self.adapter_index()
-        if not isinstance(self.fusion, bool):
-            raise TypeError(f"fusion must be True or False, not {self.fusion!r}")
+        for flag in ("fusion", "freeze_gc"):
+            if not isinstance(getattr(self, flag), bool):
+                raise TypeError(f"{flag} must be True or False, not {getattr(self, flag)!r}")
         for name, low, optional in (("max_storage_bindings", 4, True), ("workgroup", 1, True),
                                     ("flush_threshold", 1, False),
                                     ("max_pending", 1, True), ("max_round", 1, True),
