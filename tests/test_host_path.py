@@ -262,3 +262,48 @@ async def test_no_encoder_is_begun_ahead_while_a_gpu_timer_runs(dev):
             assert dev.backend.batch.spare is None
     if timer.available:  # the timed rounds' passes were timed
         assert await anyio.to_thread.run_sync(timer.total_ns) > 0
+
+
+async def test_a_round_wakes_its_readers_a_slice_per_loop_iteration():
+    """A finished round sets WAKE_SLICE readers' events at once; the server task wakes
+    the rest a slice per loop iteration (so hundreds of woken readers never hold the loop
+    in one iteration), every reader once, in order, with no thread-safe call."""
+    from asyncfusion.engine.request import Request
+    from asyncfusion.runtime.server import WAKE_SLICE, Server
+
+    srv = Server(executor=None)  # type: ignore[arg-type] - waking touches no executor
+    reqs = [Request(stream=i) for i in range(2 * WAKE_SLICE + 5)]
+    srv._finish(reqs)
+    assert sum(r.done.is_set() for r in reqs) == WAKE_SLICE
+    woken: list[int] = []
+
+    async def watch() -> None:
+        while len(woken) < 4:
+            woken.append(sum(r.done.is_set() for r in reqs))
+            await anyio.sleep(0)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watch)
+        await srv._wake_the_rest()
+    assert all(0 <= b - a <= WAKE_SLICE for a, b in zip(woken, woken[1:]))  # a slice a turn
+    assert all(r.done.is_set() and r.error is None for r in reqs)
+    assert not srv.waking and not srv.wanted  # waking readers asks for no round
+
+
+async def test_many_readers_of_one_round_all_get_their_results():
+    """100 readers served by one round, woken over several loop iterations, each get
+    their own values."""
+    async with af.open_device("numpy") as dev:
+        xs = [np.full(8, i, np.float32) for i in range(100)]
+        ts = [af.tensor(x, device=dev) for x in xs]
+        await dev.sync()
+        out: list[object] = [None] * 100
+
+        async def read(i: int) -> None:
+            out[i] = await (ts[i] * 2.0).to_data()
+
+        async with anyio.create_task_group() as tg:
+            for i in range(100):
+                tg.start_soon(read, i)
+    for i in range(100):
+        assert_close(out[i], xs[i] * 2)

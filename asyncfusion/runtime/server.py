@@ -14,6 +14,7 @@ gets the error at once.
 
 from __future__ import annotations
 
+import collections
 import functools
 import gc
 import sys
@@ -31,12 +32,14 @@ from .._core.errors import DeviceClosedError, ExecutionError
 from .metrics import ServerMetrics
 from .worker import Worker, loop_caller
 
-__all__ = ["Server", "GIL_SWITCH_S"]
+__all__ = ["Server", "GIL_SWITCH_S", "WAKE_SLICE"]
 
 # The executor thread's rounds are Python: while one runs, the event loop waits for the
 # GIL, up to the interpreter's switch interval (5 ms by default). A device lowers it to
 # this, so a round never holds the loop for longer (sys.setswitchinterval; never raised).
 GIL_SWITCH_S = 0.0005
+# Readers a finished round wakes per event-loop iteration (see Server._finish).
+WAKE_SLICE = 16
 
 
 class Server:
@@ -68,6 +71,8 @@ class Server:
         self.worker: Worker | None = None
         self.running = False  # a round is on the executor thread
         self.idle: anyio.Event | None = None  # set when the running round ends (closing)
+        self.waking: collections.deque[list[Request]] = collections.deque()  # _finish's rest
+        self.wanted = False  # a round was asked for (poke) since the server task last ran one
 
     def post(self, *reqs: Request, sync: bool = False) -> None:
         """Queue requests (event-loop thread of the server only): they start a round at
@@ -85,6 +90,8 @@ class Server:
             self.wake.set()
 
     def poke(self) -> None:
+        """Ask the server task for a round (long queues, drops, a stop)."""
+        self.wanted = True
         if self.wake is not None:
             self.wake.set()
 
@@ -108,6 +115,10 @@ class Server:
         cap = self.max_round or len(self.inbox)
         batch, self.inbox = self.inbox[:cap], self.inbox[cap:]
         sync = any(r.sync for r in batch)
+        for waiting in self.waking:  # readers gone before their turn to be woken: their
+            for r in waiting:           # tensors' drops count in this round
+                if r.cancelled:
+                    r.tensor = r.data = None
         self._forget_cancelled(batch)
         try:
             if self.crash is not None:
@@ -162,7 +173,7 @@ class Server:
         self.worker = worker = Worker("asyncfusion-executor", loop_caller(),
                                       self.executor.idle)
         if self.inbox or self.executor.streams.long:
-            self.wake.set()
+            self.poke()
         task_status.started()
         try:
             while True:
@@ -172,8 +183,12 @@ class Server:
                     raise self.crash
                 if self.error is not None:
                     raise self.error
+                await self._wake_the_rest()
                 if self.running:
                     continue  # its end starts the next round, or wakes this loop again
+                if not (self.wanted or self.inbox):
+                    continue  # woken only to wake readers
+                self.wanted = False
                 await self._gather()
                 if not self.running:
                     self._start()
@@ -184,6 +199,9 @@ class Server:
             if self.on_stop is not None:
                 self.on_stop()
             self._fail(self.inbox, self._dead_error())
+            while self.waking:  # their results are in: hand them over now
+                for r in self.waking.popleft():
+                    r.done.set()
             with anyio.CancelScope(shield=True):
                 if self.running:
                     self.idle = anyio.Event()
@@ -239,11 +257,30 @@ class Server:
             raise AssertionError("the device server is about to await while holding its lock")
 
     def _finish(self, batch: list[Request], error: ExecutionError | None = None) -> None:
-        """Wake the round's readers (``error``: the round itself failed)."""
-        for r in batch:
-            if error is not None:
+        """Wake the round's readers (``error``: the round itself failed): ``WAKE_SLICE``
+        of them now, the rest a slice per loop iteration from the server task. A woken
+        reader runs its task's next step (often recording its next program) in the
+        iteration that follows, so a round of hundreds of readers woken at once would
+        hold the loop for all of them, and every timer and socket would wait that long."""
+        if error is not None:
+            for r in batch:
                 r.error = r.error or error
+        for r in batch[:WAKE_SLICE]:
             r.done.set()
+        if len(batch) > WAKE_SLICE:
+            self.waking.append(batch[WAKE_SLICE:])
+            if self.wake is not None:
+                self.wake.set()
+
+    async def _wake_the_rest(self) -> None:
+        """Wake the readers ``_finish`` left, a slice per loop iteration (server task)."""
+        while self.waking:
+            await anyio.sleep(0)  # the readers woken last take their turn first
+            rest = self.waking.popleft()
+            for r in rest[:WAKE_SLICE]:
+                r.done.set()
+            if len(rest) > WAKE_SLICE:
+                self.waking.appendleft(rest[WAKE_SLICE:])
 
     def _fail(self, reqs: list[Request], err: BaseException) -> None:
         for r in reqs:
