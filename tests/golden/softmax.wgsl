@@ -17,6 +17,9 @@ fn af_exp_f32(x: f32) -> f32 {
     return af_exp_poly((x - k * 0.693359375) - k * -2.12194440e-4)
       * bitcast<f32>((bitcast<u32>(t) << 23u) + 0x3f800000u);
   }
+  return af_exp_slow_f32(x);
+}
+fn af_exp_slow_f32(x: f32) -> f32 {
   if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) { return x; }
   if (x > 88.72284) { return bitcast<f32>(0x7f800000u); }
   if (x < -103.97208) { return 0.0; }
@@ -27,12 +30,32 @@ fn af_exp_f32(x: f32) -> f32 {
   return p * bitcast<f32>(u32(k1 + 127) << 23u) * bitcast<f32>(u32(k2 + 127) << 23u);
 }
 fn af_exp_poly(r: f32) -> f32 {
-  return ((((((1.9875691500e-4 * r + 1.3981999507e-3) * r + 8.3334519073e-3) * r
-    + 4.1665795894e-2) * r + 1.6666665459e-1) * r + 5.0000001201e-1) * (r * r) + r) + 1.0;
+  return (((((1.3814538e-3 * r + 8.3687454e-3) * r + 4.1668389e-2) * r + 1.6666521e-1) * r
+    + 4.9999994e-1) * (r * r) + r) + 1.0;
 }
-fn af_exp_f32_4(a: vec4<f32>) -> vec4<f32> { return vec4<f32>(af_exp_f32(a.x), af_exp_f32(a.y), af_exp_f32(a.z), af_exp_f32(a.w)); }
+fn af_exp_f32_4(x: vec4<f32>) -> vec4<f32> {
+  let t = x * 1.442695 + 12582912.0;
+  let k = af_unmagic_4(t);
+  let r = (x - k * 0.693359375) - k * -2.12194440e-4;
+  var v = ((((((1.3814538e-3 * r + 8.3687454e-3) * r + 4.1668389e-2) * r + 1.6666521e-1) * r
+    + 4.9999994e-1) * (r * r) + r) + 1.0)
+    * bitcast<vec4<f32>>((bitcast<vec4<u32>>(t) << vec4<u32>(23u)) + vec4<u32>(0x3f800000u));
+  let ok = abs(x) < vec4<f32>(87.0);
+  if (all(ok)) { return v; }
+  var bad = !ok;
+  loop {
+    if (!any(bad)) { break; }
+    let l = select(select(select(3u, 2u, bad.z), 1u, bad.y), 0u, bad.x);
+    v[l] = af_exp_slow_f32(x[l]);
+    bad[l] = false;
+  }
+  return v;
+}
 fn af_unmagic(t: f32) -> f32 {
   return bitcast<f32>(bitcast<u32>(t) | 0x4b000000u) - 12582912.0;
+}
+fn af_unmagic_4(t: vec4<f32>) -> vec4<f32> {
+  return bitcast<vec4<f32>>(bitcast<vec4<u32>>(t) | vec4<u32>(0x4b000000u)) - 12582912.0;
 }
 var<workgroup> red_v: array<f32, 256>;
 var<workgroup> red_v1: array<f32, 256>;

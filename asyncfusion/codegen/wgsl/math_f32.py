@@ -4,15 +4,17 @@ functions lower to (:mod:`.math_f64` holds their float64 versions).
 WGSL's builtins are only loosely specified (``sin``/``cos`` to 2^-11 absolute on
 [-pi, pi]; ``atan`` to 4096 ulp; ``asinh`` and friends through ``log(x + sqrt(...))``,
 useless near 0), and GPUs implement ``exp`` as ``exp2(x * log2(e))``, whose error grows
-with |x|. So the functions here are written out: Cody-Waite reduction and Cephes
-polynomials for ``exp``/``log``; for ``sin``/``cos``/``tan`` a Cody-Waite reduction up to
+with |x|. So the functions here are written out: Cody-Waite reduction and minimax (Cephes
+for ``log``) polynomials for ``exp``/``log``; for ``sin``/``cos``/``tan`` a Cody-Waite reduction up to
 6433 and a Payne-Hanek one (2/pi to 256 bits, u32 arithmetic only) beyond, so the whole
 float32 range is accurate; the inverse and hyperbolic functions built on them. Division
 scales a divisor beyond 2^+-64 first: GPUs that divide as ``n * (1 / d)`` give 0 for
 ``1 / d`` past 2^126. ``tests/test_numerics_ulp.py`` measures each against numpy
 (float64, rounded) and asserts its bound; the README lists the bounds.
 
-Each helper is written for scalars; :func:`.types.lanes` adds the ``vec4`` variants.
+Each helper is written for scalars; :func:`.types.lanes` adds the ``vec4`` variants, but
+for ``exp``, ``sin``, ``cos`` and ``tan``, whose ``vec4`` variants are written out: the fast
+path on the four lanes as vectors, one test of the four for the slow path.
 Integer special values are handled on bits, so a compiler that flushes denormals or
 orders NaN comparisons cannot change them.
 """
@@ -25,26 +27,91 @@ _NAN = "bitcast<f32>(0x7fc00000u)"
 _INF = "bitcast<f32>(0x7f800000u)"
 
 
+_V4 = "vec4<f32>"
+_U4 = "vec4<u32>"
+
+
+def _slow_lanes(name: str, gate: str) -> str:
+    """The tail of a ``vec4`` helper whose fast path ``v`` is computed for all four lanes:
+    the lanes outside ``gate`` (a vec4<bool> of the fast path's domain; NaN fails it) get
+    the scalar ``af_{name}_slow_f32``, one lane per trip. The fast path's common case makes
+    no trip (one test for the four lanes, where a lane-wise helper tests each), and the
+    slow path is written once, not per lane (a compiler that runs both sides of a branch,
+    as lavapipe does under divergence, runs it once per vector, not four times)."""
+    return f"""  let ok = {gate};
+  if (all(ok)) {{ return v; }}
+  var bad = !ok;
+  loop {{
+    if (!any(bad)) {{ break; }}
+    let l = select(select(select(3u, 2u, bad.z), 1u, bad.y), 0u, bad.x);
+    v[l] = af_{name}_slow_f32(x[l]);
+    bad[l] = false;
+  }}
+  return v;
+"""
+
+
 def _trig(name: str, kernel: str, turn: str, odd: bool) -> str:
     """``name`` of float32 as ``kernel(r, quadrant)``, with ``turn`` added to the quadrant
     (cos is sin a quarter turn on): (r, j + 1.5 2^23) from the fast reduction, whose low
-    bits are j mod 4; else on |x| from Payne-Hanek, the sign put back for an ``odd``
-    function. (r + r z p(z) is +0 for r = -0: the kernels keep r where z is 0.)"""
+    bits are j mod 4; else (``af_{name}_slow_f32``) on |x| from Payne-Hanek, the sign put
+    back for an ``odd`` function. (r + r z p(z) is +0 for r = -0: the kernels keep r where
+    z is 0.) The ``vec4`` variant runs the fast path on the four lanes as vectors and the
+    slow one only for the lanes that need it (:func:`_slow_lanes`)."""
     far = f"{kernel}(q.x, u32(q.y){turn})"
     tail = (f"  let v = {far};\n  return select(v, -v, (bitcast<u32>(x) >> 31u) == 1u);\n"
             if odd else f"  return {far};\n")
+    turn4 = f" + {_U4}(1u)" if turn else ""
     return f"""fn af_{name}_f32(x: f32) -> f32 {{
   if (af_trig_ok(x)) {{
     let q = af_trig_fast(x);
     return {kernel}(q.x, bitcast<u32>(q.y){turn});
   }}
+  return af_{name}_slow_f32(x);
+}}
+fn af_{name}_slow_f32(x: f32) -> f32 {{
   if (!af_trig_finite(x)) {{ return {_NAN}; }}
   let q = af_trig_reduce(abs(x));
 {tail}}}
+fn af_{name}_f32_4(x: {_V4}) -> {_V4} {{
+  let t = x * 0.63661975 + 12582912.0;
+  let j = af_unmagic_4(t);
+  let r = (((x - j * 1.5703125) - j * 0.0004837513) - j * 7.5495336e-8) - j * 2.563344e-12;
+  var v = {kernel}_4(r, bitcast<{_U4}>(t){turn4});
+{_slow_lanes(name, f"abs(x) <= {_V4}(6433.0)")}}}
 """
 
+
+# 2/pi in 32-bit words (a zero word first): Payne-Hanek takes the 5 words from k = 0..4
+# (x's exponent, 6433 < |x| < 2^128) on; a chain of selects on k, no switch (which a
+# compiler running both sides of a branch, as lavapipe does, runs for each of its cases).
+_TWO_OPI = (0x0, 0xa2f9836e, 0x4e441529, 0xfc2757d1, 0xf534ddc0, 0xdb629599, 0x3c439041,
+            0xfe5163ab, 0xdebbc561)
+
+
+def _two_opi_words() -> str:
+    def word(m: int) -> str:
+        e = f"{_TWO_OPI[m]:#x}u"
+        for j in range(1, 5):
+            e = f"select({e}, {_TWO_OPI[m + j]:#x}u, k{j})"
+        return e
+    ks = "\n".join(f"  let k{j} = k >= {j}u;" for j in range(1, 5))
+    words = ",\n    ".join(word(m) for m in range(5))
+    return f"""fn af_2opi_words(k: u32) -> array<u32, 5> {{
+{ks}
+  return array<u32, 5>(
+    {words});
+}}
+fn af_2opi_window(hi: u32, lo: u32, sh: u32) -> u32 {{
+  return select((hi << sh) | (lo >> (32u - sh)), hi, sh == 0u);
+}}
+"""
+
+
+_TWO_OPI_WORDS = _two_opi_words()
+
 # name -> (WGSL text of the scalar helper(s), arity of the lane-wise f32 helper named name;
-# 0: no lane-wise variant)
+# 0: no lane-wise variant, or one written in the text)
 MATH_F32: dict[str, tuple[str, int]] = {
     # round(y) for |y| < 2^22 as t - 1.5 2^23, t = y + 1.5 2^23 (rounded: no float-to-int
     # conversion), whose low bits hold it; the 'or' (a no-op on t's bits) keeps compilers
@@ -52,12 +119,17 @@ MATH_F32: dict[str, tuple[str, int]] = {
     "af_magic": ("""fn af_unmagic(t: f32) -> f32 {
   return bitcast<f32>(bitcast<u32>(t) | 0x4b000000u) - 12582912.0;
 }
+fn af_unmagic_4(t: vec4<f32>) -> vec4<f32> {
+  return bitcast<vec4<f32>>(bitcast<vec4<u32>>(t) | vec4<u32>(0x4b000000u)) - 12582912.0;
+}
 """, 0),
     # Where the result is a normal float (|x| < 87), k = round(x / ln2) is read off the bits
     # of x / ln2 + 1.5 * 2^23 (no float-to-int conversion), which also give 2^k by a shift;
     # beyond that and for NaN, 2^k in two factors (so 2^-149..2^128 come out right).
     # (The fast paths' gates are float compares, one instruction: a NaN let in by a compiler
-    # that orders NaN comparisons still comes out NaN.)
+    # that orders NaN comparisons still comes out NaN.) exp(r) = 1 + r + r^2 p(r), p of
+    # degree 4, minimax in relative error on |r| <= ln2/2 (2^-28.3: Cephes' degree 5, 2^-34,
+    # is more than float32 needs; both are within 1 ulp over the range).
     "af_exp": (f"""fn af_exp_f32(x: f32) -> f32 {{
   if (abs(x) < 87.0) {{
     let t = x * 1.442695 + 12582912.0;
@@ -65,6 +137,9 @@ MATH_F32: dict[str, tuple[str, int]] = {
     return af_exp_poly((x - k * 0.693359375) - k * -2.12194440e-4)
       * bitcast<f32>((bitcast<u32>(t) << 23u) + 0x3f800000u);
   }}
+  return af_exp_slow_f32(x);
+}}
+fn af_exp_slow_f32(x: f32) -> f32 {{
   if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) {{ return x; }}
   if (x > 88.72284) {{ return {_INF}; }}
   if (x < -103.97208) {{ return 0.0; }}
@@ -75,10 +150,18 @@ MATH_F32: dict[str, tuple[str, int]] = {
   return p * bitcast<f32>(u32(k1 + 127) << 23u) * bitcast<f32>(u32(k2 + 127) << 23u);
 }}
 fn af_exp_poly(r: f32) -> f32 {{
-  return ((((((1.9875691500e-4 * r + 1.3981999507e-3) * r + 8.3334519073e-3) * r
-    + 4.1665795894e-2) * r + 1.6666665459e-1) * r + 5.0000001201e-1) * (r * r) + r) + 1.0;
+  return (((((1.3814538e-3 * r + 8.3687454e-3) * r + 4.1668389e-2) * r + 1.6666521e-1) * r
+    + 4.9999994e-1) * (r * r) + r) + 1.0;
 }}
-""", 1),
+fn af_exp_f32_4(x: {_V4}) -> {_V4} {{
+  let t = x * 1.442695 + 12582912.0;
+  let k = af_unmagic_4(t);
+  let r = (x - k * 0.693359375) - k * -2.12194440e-4;
+  var v = ((((((1.3814538e-3 * r + 8.3687454e-3) * r + 4.1668389e-2) * r + 1.6666521e-1) * r
+    + 4.9999994e-1) * (r * r) + r) + 1.0)
+    * bitcast<{_V4}>((bitcast<{_U4}>(t) << {_U4}(23u)) + {_U4}(0x3f800000u));
+{_slow_lanes("exp", f"abs(x) < {_V4}(87.0)")}}}
+""", 0),
     # log(x) = e*ln2 + log1p(m), m in [sqrt(1/2) - 1, sqrt(2) - 1]; (e, log1p(m)) for finite
     # x > 0 (subnormals normalized on bits); af_log_edge gives 0, inf, negatives and NaN.
     "af_log": (f"""fn af_log_parts(x: f32) -> vec2<f32> {{
@@ -280,33 +363,17 @@ fn af_half(x: f32) -> f32 { return bitcast<f32>(bitcast<u32>(x) - 0x00800000u); 
   let mid2 = ah * bl + (mid & 0xffffu);
   return vec2<u32>(ah * bh + (mid >> 16u) + (mid2 >> 16u), (mid2 << 16u) | (ll & 0xffffu));
 }
-fn af_2opi(i: u32) -> u32 {
-  switch i {
-    case 0u: { return 0u; }
-    case 1u: { return 0xa2f9836eu; }
-    case 2u: { return 0x4e441529u; }
-    case 3u: { return 0xfc2757d1u; }
-    case 4u: { return 0xf534ddc0u; }
-    case 5u: { return 0xdb629599u; }
-    case 6u: { return 0x3c439041u; }
-    case 7u: { return 0xfe5163abu; }
-    default: { return 0xdebbc561u; }
-  }
-}
-fn af_2opi_window(k: u32, sh: u32) -> u32 {
-  let hi = af_2opi(k);
-  return select((hi << sh) | (af_2opi(k + 1u) >> (32u - sh)), hi, sh == 0u);
-}
-fn af_trig_reduce(x: f32) -> vec2<f32> {
+""" + _TWO_OPI_WORDS + """fn af_trig_reduce(x: f32) -> vec2<f32> {
   let bits = bitcast<u32>(x) & 0x7fffffffu;
   let m = (bits & 0x7fffffu) | 0x800000u;
   let t = (bits >> 23u) - 120u;
   let k = t >> 5u;
   let sh = t & 31u;
-  let q0 = af_mul32(m, af_2opi_window(k, sh));
-  let q1 = af_mul32(m, af_2opi_window(k + 1u, sh));
-  let q2 = af_mul32(m, af_2opi_window(k + 2u, sh));
-  let q3 = af_mul32(m, af_2opi_window(k + 3u, sh));
+  let w = af_2opi_words(k);
+  let q0 = af_mul32(m, af_2opi_window(w[0], w[1], sh));
+  let q1 = af_mul32(m, af_2opi_window(w[1], w[2], sh));
+  let q2 = af_mul32(m, af_2opi_window(w[2], w[3], sh));
+  let q3 = af_mul32(m, af_2opi_window(w[3], w[4], sh));
   let s1 = q2.y + q3.x;
   let c1 = select(0u, 1u, s1 < q2.y);
   let s2a = q1.y + q2.x;
@@ -341,13 +408,28 @@ fn af_trig_fast(x: f32) -> vec2<f32> {
 fn af_trig_ok(x: f32) -> bool { return abs(x) <= 6433.0; }
 fn af_trig_finite(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) < 0x7f800000u; }
 fn af_sincos(r: f32, n: u32) -> f32 {
+  // one polynomial, its coefficients picked by the quadrant (both used to be evaluated):
+  // sin = ((k z) r - 0) + r, cos = ((k z) z - 0.5 z) + 1, the operations of Cephes' two;
+  // the sign of quadrants 2 and 3 flipped on bits.
   let z = r * r;
-  let s = select(((-1.9515295891e-4 * z + 8.3321608736e-3) * z - 1.6666654611e-1) * z * r + r,
-                 r, z == 0.0);
-  let c = ((2.443315711809948e-5 * z - 1.388731625493765e-3) * z + 4.166664568298827e-2)
-    * z * z - 0.5 * z + 1.0;
-  let v = select(s, c, (n & 1u) == 1u);
-  return select(v, -v, (n & 2u) != 0u);
+  let odd = (n & 1u) == 1u;
+  let k = (select(-1.9515295891e-4, 2.443315711809948e-5, odd) * z
+    + select(8.3321608736e-3, -1.388731625493765e-3, odd)) * z
+    + select(-1.6666654611e-1, 4.166664568298827e-2, odd);
+  let b = select(r, 1.0, odd);
+  let v = select((k * z * select(r, z, odd) - z * select(0.0, 0.5, odd)) + b, b, z == 0.0);
+  return bitcast<f32>(bitcast<u32>(v) ^ ((n << 30u) & 0x80000000u));
+}
+fn af_sincos_4(r: vec4<f32>, n: vec4<u32>) -> vec4<f32> {
+  let z = r * r;
+  let odd = (n & vec4<u32>(1u)) == vec4<u32>(1u);
+  let k = (select(vec4<f32>(-1.9515295891e-4), vec4<f32>(2.443315711809948e-5), odd) * z
+    + select(vec4<f32>(8.3321608736e-3), vec4<f32>(-1.388731625493765e-3), odd)) * z
+    + select(vec4<f32>(-1.6666654611e-1), vec4<f32>(4.166664568298827e-2), odd);
+  let b = select(r, vec4<f32>(1.0), odd);
+  let v = select((k * z * select(r, z, odd) - z * select(vec4<f32>(0.0), vec4<f32>(0.5), odd))
+    + b, b, z == vec4<f32>(0.0));
+  return bitcast<vec4<f32>>(bitcast<vec4<u32>>(v) ^ ((n << vec4<u32>(30u)) & vec4<u32>(0x80000000u)));
 }
 fn af_tan_reduced(r: f32, n: u32) -> f32 {
   let z = r * r;
@@ -356,10 +438,17 @@ fn af_tan_reduced(r: f32, n: u32) -> f32 {
   let u = select(t, r, z == 0.0);
   return select(u, -1.0 / u, (n & 1u) == 1u);
 }
+fn af_tan_reduced_4(r: vec4<f32>, n: vec4<u32>) -> vec4<f32> {
+  let z = r * r;
+  let t = (((((9.38540185543e-3 * z + 3.11992232697e-3) * z + 2.44301354525e-2) * z
+    + 5.34112807005e-2) * z + 1.33387994085e-1) * z + 3.33331568548e-1) * z * r + r;
+  let u = select(t, r, z == vec4<f32>(0.0));
+  return select(u, -1.0 / u, (n & vec4<u32>(1u)) == vec4<u32>(1u));
+}
 """, 0),
-    "af_sin": (_trig("sin", "af_sincos", "", odd=True), 1),
-    "af_cos": (_trig("cos", "af_sincos", " + 1u", odd=False), 1),
-    "af_tan": (_trig("tan", "af_tan_reduced", "", odd=True), 1),
+    "af_sin": (_trig("sin", "af_sincos", "", odd=True), 0),
+    "af_cos": (_trig("cos", "af_sincos", " + 1u", odd=False), 0),
+    "af_tan": (_trig("tan", "af_tan_reduced", "", odd=True), 0),
     "af_hypot": (f"""fn af_hypot_f32(x: f32, y: f32) -> f32 {{
   let bx = bitcast<u32>(x) & 0x7fffffffu;
   let by = bitcast<u32>(y) & 0x7fffffffu;
