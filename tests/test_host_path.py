@@ -215,6 +215,9 @@ async def test_a_repeated_launch_is_prepared_once_and_its_encoder_begun_between_
 
     x = af.tensor(np.arange(16, dtype=np.float32), device=dev)
     await (x * 3.0).to_data()  # plans, compiles and prepares the launch
+    with anyio.fail_after(5):
+        while dev.backend.batch.spare is None:  # begun after the read was handed back
+            await anyio.sleep(0.001)
     prepared, begun, taken = [], [], []
     real_prepare, real_begin = wgpu_backend.WgpuBackend._prepare, Runtime.prepare
     real_encoder = Runtime.encoder
