@@ -79,6 +79,35 @@ async def test_custom_kernel_runs_in_stream_order_between_fused_kernels(dev, ref
     assert_close(results[0][1], np.float32((np.exp(want) + 1).sum()), rtol=1e-5)
 
 
+async def test_a_call_signature_is_worked_out_once_and_its_param_types_count(dev, ref):
+    """The rules of a kernel run once per (input shapes and dtypes, params and their
+    types, backend): a repeated call records at once; 3 (an int param) and 3.0 (a float:
+    other bits) are different calls, and each gives its own result."""
+    ran = []
+
+    def rule(a, b, *_):
+        ran.append(a.shape)
+        return (a.shape, a.dtype)
+
+    k = af.custom_kernel("scale_add_counted", wgsl=SCALE_ADD, inputs=2, outputs=rule,
+                         workgroups=lambda a, b, *_: _groups(math.prod(a.shape)),
+                         numpy=lambda a, b, n, k: a * np.float32(k) + b)
+    for device in (dev, ref):
+        ran.clear()
+        x = af.tensor(np.arange(8, dtype=np.float32), device=device)
+        outs = [k(x, x, params=(8, 3.0)) for _ in range(5)]
+        assert ran == [(8,)]  # worked out once for five calls
+        for o in outs:
+            assert_close(await o.to_data(), np.arange(8, dtype=np.float32) * 4)
+        as_int = k(x, x, params=(8, 3))
+        assert ran == [(8,), (8,)]  # an int 3 is not the float 3.0
+        got = await as_int.to_data()
+        if device is ref:  # the numpy twin takes the value
+            assert_close(got, np.arange(8, dtype=np.float32) * 4)
+        else:  # the kernel reads the int's bits as f32: a denormal, next to nothing
+            assert_close(got, np.arange(8, dtype=np.float32))
+
+
 async def test_several_outputs_views_and_liveness(dev):
     a_np = np.arange(12, dtype=np.int32).reshape(3, 4)
     a = af.tensor(a_np, device=dev)

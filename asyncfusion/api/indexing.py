@@ -193,10 +193,11 @@ def _rows(x: Tensor, ax: int) -> tuple[Tensor, Callable[[Tensor], Tensor]]:
     last = x.ndim - 1
     xt = x.transpose(ax, last) if ax != last else x
     lead = xt.shape[:-1]
-    rows = xt.reshape(math.prod(lead), xt.shape[-1])
+    rows = xt if xt.ndim == 2 else xt.reshape(math.prod(lead), xt.shape[-1])
 
-    def back(t: Tensor) -> Tensor:
-        out = t.reshape(lead + (t.shape[-1],))
+    def back(t: Tensor) -> Tensor:  # t: a result of the caller's own (no one else holds it)
+        shape = lead + (t.shape[-1],)
+        out = t if t.shape == shape else t.reshape(shape)
         return out.transpose(ax, last) if ax != last else out
     return rows, back
 

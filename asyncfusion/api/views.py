@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
-from typing import SupportsIndex
+from typing import SupportsIndex, cast
 
 import numpy as np
 
 from .._core.errors import AxisError, IndexingError, ShapeError
-from .._core.shapes import broadcast_shapes, check_dims, normalize_axis
+from .._core.shapes import MAX_DIM, broadcast_shapes, check_dims, normalize_axis
 from ..ir import IndexItem, Layout, ViewOp, numel
 from ..lazy.record import elementwise
 from ..lazy.tensor import Axes, Key, Tensor
@@ -43,6 +43,9 @@ def contiguous(x: Tensor) -> Tensor:
 def reshape_target(src: tuple[int, ...], shape: tuple[int | Sequence[int], ...]) -> tuple[int, ...]:
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
+    if all(type(d) is int and 0 <= d <= MAX_DIM for d in shape) and \
+            numel(cast(tuple[int, ...], shape)) == numel(src):
+        return cast(tuple[int, ...], shape)  # sizes that need no check
     dims = []
     for d in shape:
         if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
@@ -66,6 +69,11 @@ def reshape_target(src: tuple[int, ...], shape: tuple[int | Sequence[int], ...])
 
 def reshape(x: Tensor, shape: tuple[int | Sequence[int], ...]) -> Tensor:
     target = reshape_target(x.shape, shape)
+    if x.layout is None:  # dense stays dense: no layout to work out
+        out = Tensor(target, x.dtype, x.device)
+        out_ir = out.out_ir()
+        x.device.register(ViewOp("reshape", x.ir(), out_ir), (x.id,), out_ir)
+        return out
     layout = x.view_layout.reshape(target)
     if layout is None:  # strides cannot express it: copy, then view the dense copy
         x = contiguous(x)

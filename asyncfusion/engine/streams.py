@@ -189,16 +189,6 @@ class Streams:
                     out))
         return len(log)
 
-    def also_produces(self, first: int, more: tuple[TensorIr, ...]) -> None:
-        """The op just registered as the producer of ``first`` makes ``more`` too (an op
-        of several outputs, ``af.custom_kernel``); nothing if it was taken meanwhile."""
-        with self.lock:
-            self._absorb()
-            prod = self.producer.get(first)
-            if prod is not None:
-                for t in more:
-                    self.producer[t.id] = (prod[0], prod[1], t)
-
     def _absorb(self) -> None:
         """Take in the logged registrations, then the drops that came before them (lock
         held). A drop is logged after every use of its tensor (a dropped tensor has no
@@ -226,9 +216,14 @@ class Streams:
             use_queue[tid] = q
             if tid not in made:
                 q.reads.add(tid)
-        for t in op.outputs():
-            made.add(t.id)
-        self.producer[out.id] = (q, seq, out)
+        outs = op.outputs()
+        if len(outs) == 1:
+            made.add(out.id)
+            self.producer[out.id] = (q, seq, out)
+        else:  # an op of several outputs (af.custom_kernel's): each is produced here
+            for t in outs:
+                made.add(t.id)
+                self.producer[t.id] = (q, seq, t)
         if len(q.ops) == self.flush_threshold:
             self.long.add(key)
 

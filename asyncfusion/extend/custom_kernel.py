@@ -76,6 +76,9 @@ class CustomKernel:
         self.output_rule = outputs
         self.workgroup_rule = workgroups
         self.twin = numpy
+        self._derived: dict[tuple[object, ...], tuple[np.ndarray,
+                                                      list[tuple[tuple[int, ...], DType]],
+                                                      tuple[int, int, int]]] = {}
 
     def __repr__(self) -> str:
         return f"<asyncfusion custom kernel {self.name!r}>"
@@ -95,10 +98,41 @@ class CustomKernel:
         for t in tensors:
             if t.device is not dev:
                 raise device_mismatch(f"custom kernel {self.name!r}: t{t.id}", dev, t.device)
+        backend = dev.backend
+        key: tuple[object, ...] | None = (
+            tuple([(t.shape, t.dtype) for t in tensors]),
+            tuple([(type(p), p) for p in params]), backend.name, backend.max_binding,
+            getattr(backend, "limits", None) is not None
+            and _limits(backend)["max-compute-workgroups-per-dimension"])
+        try:
+            derived = self._derived.get(key)  # type: ignore[arg-type]
+        except TypeError:  # an unhashable param: _derive says what params may be
+            key = derived = None
+        if derived is None:
+            derived = self._derive(tensors, params, dev)
+            if key is not None:
+                if len(self._derived) >= 256:
+                    self._derived.clear()
+                self._derived[key] = derived
+        words, outs, groups = derived
+        dense = [t if t.layout is None else t.contiguous() for t in tensors]
+        results = [Tensor(shape, dtype, dev) for shape, dtype in outs]
+        out_irs = tuple(r.out_ir() for r in results)
+        op = ExternOp(self, tuple(t.ir() for t in dense), out_irs,
+                      (words, groups, tuple(params)))
+        dev.register(op, tuple(t.id for t in dense), out_irs[0])
+        return results[0] if len(results) == 1 else tuple(results)
+
+    def _derive(self, tensors: tuple[Tensor, ...], params: Sequence[int | float | bool],
+                dev: Device) -> tuple[np.ndarray, list[tuple[tuple[int, ...], DType]],
+                                      tuple[int, int, int]]:
+        """(param words, outputs, workgroups) of a call: its rules' answers, checked, and
+        the kernel compiled for the device (once per call signature: ``__call__`` keeps
+        them by input shapes and dtypes, params and backend)."""
+        backend = dev.backend
         words = _param_words(self.name, params)
         specs = [Spec(t.shape, t.dtype) for t in tensors]
         outs = _outputs(self.name, self.output_rule(*specs, *params))
-        backend = dev.backend
         for shape, dtype in [(t.shape, t.dtype) for t in tensors] + outs:
             if numel(shape) * dtype.itemsize > backend.max_binding:
                 raise LimitError(f"custom kernel {self.name!r}: a {dtype.label} tensor of "
@@ -117,15 +151,7 @@ class CustomKernel:
                     f"{dev!r}; pass numpy=<the same function on numpy arrays> to "
                     "custom_kernel, or use a wgpu device")
             groups = (0, 0, 0)
-        dense = [t if t.layout is None else t.contiguous() for t in tensors]
-        results = [Tensor(shape, dtype, dev) for shape, dtype in outs]
-        out_irs = tuple(r.out_ir() for r in results)
-        op = ExternOp(self, tuple(t.ir() for t in dense), out_irs,
-                      (words, groups, tuple(params)))
-        dev.register(op, tuple(t.id for t in dense), out_irs[0])
-        if len(out_irs) > 1:
-            dev.streams.also_produces(out_irs[0].id, out_irs[1:])
-        return results[0] if len(results) == 1 else tuple(results)
+        return words, outs, groups
 
     def _compile(self, backend: Any, n_outputs: int) -> None:
         """Compile (once per text: the runtime's pipeline cache) with the bindings we use."""

@@ -67,8 +67,6 @@ def host_op(name: str, fn: Callable[..., Arrays], params: tuple[Param, ...],
     out_irs = tuple(r.out_ir() for r in results)
     op = ExternOp(HostWork(name, params, fn), tuple(t.ir() for t in inputs), out_irs, ())
     dev.register(op, tuple(t.id for t in inputs), out_irs[0])
-    if len(out_irs) > 1:
-        dev.streams.also_produces(out_irs[0].id, out_irs[1:])
     return results
 
 
