@@ -265,7 +265,7 @@ class ReduceOp(OperationIr):
                 rn.tensor(self.out))
 
     def with_last_use(self, tid: int) -> ReduceOp:
-        return dataclasses.replace(self, input=_rw(self.input, tid))
+        return ReduceOp(self.op, _rw(self.input, tid), self.axes, self.keepdims, self.out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,7 +291,7 @@ class MatmulOp(OperationIr):
         return self.out.shape + (self.a.shape[-1],)
 
     def with_last_use(self, tid: int) -> MatmulOp:
-        return dataclasses.replace(self, a=_rw(self.a, tid), b=_rw(self.b, tid))
+        return MatmulOp(_rw(self.a, tid), _rw(self.b, tid), self.out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,7 +322,7 @@ class GatherOp(OperationIr):
                 rn.tensor(self.out))
 
     def with_last_use(self, tid: int) -> GatherOp:
-        return dataclasses.replace(self, input=_rw(self.input, tid), index=_rw(self.index, tid))
+        return GatherOp(_rw(self.input, tid), _rw(self.index, tid), self.axis, self.out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,7 +347,7 @@ class ViewOp(OperationIr):
         return ("view", rn.tensor(self.input), rn.tensor(self.out))
 
     def with_last_use(self, tid: int) -> ViewOp:
-        return dataclasses.replace(self, input=_rw(self.input, tid))
+        return ViewOp(self.kind, _rw(self.input, tid), self.out)
 
 
 @dataclass(frozen=True, slots=True)
