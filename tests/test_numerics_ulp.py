@@ -3,7 +3,11 @@ against numpy computed in float64 and rounded, must stay within its bound (the R
 table). Inputs: random bit patterns (every finite normal float32 is equally likely), plus
 uniform samples of [-10, 10] and [-1, 1], plus log-uniform ones near 0 and the function's
 own domain. Subnormal inputs are left out (devices may flush them; results below the
-smallest normal count as exact when both are)."""
+smallest normal count as exact when both are).
+
+The functions built on exp, sin, cos and tan run in both of their texts (``mode``):
+the plain one and the one for adapters whose fma is fused (``Runtime.fused_fma``), through
+a float64 emulation of a fused fma where the adapter's is not (see ``tests.ulps``)."""
 
 from __future__ import annotations
 
@@ -11,8 +15,10 @@ import numpy as np
 import pytest
 
 import asyncfusion as af
+from asyncfusion.codegen.wgsl.lowering import LOWERINGS
+from asyncfusion.codegen.wgsl.math_f32 import fma_helpers
 from asyncfusion.lazy.record import elementwise
-from tests.ulps import TINY, reference, ulp_errors
+from tests.ulps import TINY, reference, ulp_errors, use_math_mode
 
 # function -> (numpy reference, max ulp error, extra input range (low, high) or None)
 UNARY = {
@@ -32,6 +38,34 @@ BINARY = {"atan2": (np.arctan2, 4), "hypot": (np.hypot, 2), "logaddexp": (np.log
 # operands, not of the result, so its error is measured in ulps of max(|x|, |y|, |result|).
 IN_ULPS_OF_OPERANDS = {"logaddexp"}
 N = 100_000
+MODES = ["plain", "fma"]
+
+
+def modes(names) -> list:
+    """(name, mode) for each function, in both modes where it calls a helper that has an
+    fma text (exp, sin, cos, tan and the functions built on them)."""
+    fma = fma_helpers().keys()
+    return [pytest.param(n, m, id=f"{n}-{m}") for n in sorted(names)
+            for m in (MODES if fma & set(LOWERINGS[n].helpers) else ["plain"])]
+
+
+@pytest.fixture(params=MODES)
+def mode(request):
+    """"plain" or "fma" (a test's parameters may give it)."""
+    return request.param
+
+
+@pytest.fixture
+def math_dev(af_device, mode, monkeypatch):
+    """This test's device (fresh: it renders its kernels anew, unlike the process-wide
+    default device), rendering the float32 math helpers' ``mode`` text whatever this
+    adapter's probe said; afterwards, every kernel it rendered that holds exp or the trig
+    functions was in that text."""
+    use_math_mode(af_device, mode == "fma", monkeypatch)
+    yield af_device
+    texts = [t for t in af_device.backend._kernels.values()
+             if "fn af_exp_f32" in t or "fn af_trig_fast" in t]
+    assert all(("fma(" in t or "fma_emul(" in t) is (mode == "fma") for t in texts), mode
 
 
 def samples(seed: int, span: tuple[float, float] | None) -> np.ndarray:
@@ -46,9 +80,9 @@ def samples(seed: int, span: tuple[float, float] | None) -> np.ndarray:
     return np.concatenate(parts).astype(np.float32)
 
 
-def measure(name: str, fn, *xs: np.ndarray) -> float:
+def measure(dev, name: str, fn, *xs: np.ndarray) -> float:
     want = reference(fn, *xs)
-    got = elementwise(name, *(af.tensor(x) for x in xs)).numpy()
+    got = elementwise(name, *(af.tensor(x, device=dev) for x in xs)).numpy()
     err = ulp_errors(got, want)
     if name in IN_ULPS_OF_OPERANDS:
         scale = np.maximum.reduce([np.abs(v) for v in (want, *xs)])
@@ -59,41 +93,41 @@ def measure(name: str, fn, *xs: np.ndarray) -> float:
     return float(err[worst])
 
 
-@pytest.mark.parametrize("name", sorted(UNARY))
-def test_unary_max_ulp_error_over_the_whole_range(af_device, name):
+@pytest.mark.parametrize("name, mode", modes(UNARY))
+def test_unary_max_ulp_error_over_the_whole_range(math_dev, name):
     fn, bound, span = UNARY[name]
-    worst = measure(name, fn, samples(len(name), span))
+    worst = measure(math_dev, name, fn, samples(len(name), span))
     assert worst <= bound, f"{name}: {worst} ulp, bound {bound}"
 
 
-@pytest.mark.parametrize("name", sorted(BINARY))
-def test_binary_max_ulp_error_over_the_whole_range(af_device, name):
+@pytest.mark.parametrize("name, mode", modes(BINARY))
+def test_binary_max_ulp_error_over_the_whole_range(math_dev, name):
     fn, bound = BINARY[name]
     x, y = samples(1, None), samples(2, None)
     rng = np.random.default_rng(3)
     y = rng.permutation(y)[:x.size]
-    worst = measure(name, fn, x[:y.size], y)
+    worst = measure(math_dev, name, fn, x[:y.size], y)
     assert worst <= bound, f"{name}: {worst} ulp, bound {bound}"
 
 
-def test_sin_cos_past_where_the_builtins_break(af_device):
+def test_sin_cos_past_where_the_builtins_break(math_dev):
     """The issue's case: bare WGSL cos(616717888) gave 1.0; and the hardest reductions
     (arguments closest to multiples of pi/2) keep their digits."""
     x = np.array([616717888, 1.6e7, 6.4e7, 1e10, 3.4e38, 16367173 * 2.0**72,
                   8.8e36, 105414350], dtype=np.float32)
     for name, fn in (("sin", np.sin), ("cos", np.cos)):
-        got = elementwise(name, af.tensor(x)).numpy()
+        got = elementwise(name, af.tensor(x, device=math_dev)).numpy()
         assert ulp_errors(got, reference(fn, x)).max() <= 2, (name, got)
 
 
-def test_trig_near_multiples_of_half_pi(af_device):
+def test_trig_near_multiples_of_half_pi(math_dev):
     """The floats nearest to k pi/2 (and their neighbours), for k up to 2^13: where the
     fast reduction cancels most and must hand over to the exact one."""
     near = (np.arange(1, 2**13) * (np.pi / 2)).astype(np.float32)
     x = np.concatenate([near, np.nextafter(near, np.float32(0)), np.nextafter(near, np.inf)])
     for name, (fn, bound, _) in (("sin", UNARY["sin"]), ("cos", UNARY["cos"]),
                                  ("tan", UNARY["tan"])):
-        got = elementwise(name, af.tensor(x)).numpy()
+        got = elementwise(name, af.tensor(x, device=math_dev)).numpy()
         err = ulp_errors(got, reference(fn, x))
         assert err.max() <= bound, (name, x[err.argmax()], err.max())
 
@@ -115,7 +149,7 @@ SPECIALS = np.array([0.0, -0.0, np.inf, -np.inf, np.nan], np.float32)
 
 
 @pytest.mark.parametrize("name", ["sin", "cos", "tan"])
-def test_trig_on_both_sides_of_the_fast_path_bound(af_device, name):
+def test_trig_on_both_sides_of_the_fast_path_bound(math_dev, name):
     """The fast reduction ends at |x| = 6433, where the exact one takes over: arguments just
     inside and just outside it, the floats nearest the multiples of pi/2 there, pi/4 (the
     polynomials' edge) and the specials keep the bound; sin and tan keep -0."""
@@ -123,20 +157,20 @@ def test_trig_on_both_sides_of_the_fast_path_bound(af_device, name):
     k = np.arange(4090, 4106)
     x = np.concatenate([_around(6433.0, 6433.0 * 2 / np.pi, np.pi / 4, 3 * np.pi / 4),
                         _around(*(k * (np.pi / 2)), steps=2), SPECIALS])
-    got = elementwise(name, af.tensor(x)).numpy()
+    got = elementwise(name, af.tensor(x, device=math_dev)).numpy()
     err = ulp_errors(got, reference(fn, x))
     assert err.max() <= bound, (name, x[err.argmax()], err.max())
     zeros = x == 0
     assert np.array_equal(np.signbit(got[zeros]), np.signbit(reference(fn, x)[zeros])), got[zeros]
 
 
-def test_exp_on_both_sides_of_the_fast_path_bound(af_device):
+def test_exp_on_both_sides_of_the_fast_path_bound(math_dev):
     """The fast exp ends at |x| = 87 (2^k scaled in one step); past it, up to overflow at
     88.72 and down through the subnormal results to 0 at -103.97, and on the specials, the
     exact path keeps its results."""
     x = np.concatenate([_around(87.0, 86.5, 88.72283, 87.33654, 103.97207, steps=6),
                         SPECIALS, np.float32([88.8, -104.0, 1e30, -1e30])])
-    got = elementwise("exp", af.tensor(x)).numpy()
+    got = elementwise("exp", af.tensor(x, device=math_dev)).numpy()
     err = ulp_errors(got, reference(np.exp, x))
     assert err.max() <= UNARY["exp"][1], (x[err.argmax()], err.max())
     assert got[x == np.inf].tolist() == [np.inf] and got[x == -np.inf].tolist() == [0.0]

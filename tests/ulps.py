@@ -41,3 +41,37 @@ def reference(fn, *xs: np.ndarray, dtype=np.float32) -> np.ndarray:
     wide = WIDER[np.dtype(dtype)]
     with np.errstate(all="ignore"):
         return np.asarray(fn(*(x.astype(wide) for x in xs))).astype(dtype)
+
+
+# A fused fma for adapters whose own is not (lavapipe): the product of two float32 is exact
+# in float64, so a * b + c rounds there once and then to float32 (a double rounding, off
+# by one ulp of the result only where the first rounding lands on a float32 tie).
+FMA_EMULATION = """fn af_fma_emul(a: f32, b: f32, c: f32) -> f32 {
+  return f32(f64(a) * f64(b) + f64(c));
+}
+fn af_fma_emul_4(a: vec4<f32>, b: vec4<f32>, c: vec4<f32>) -> vec4<f32> {
+  return vec4<f32>(vec4<f64>(a) * vec4<f64>(b) + vec4<f64>(c));
+}
+"""
+
+
+def use_math_mode(device, fma: bool, monkeypatch) -> None:
+    """Make ``device`` (before it renders a kernel) render the float32 math helpers'
+    ``fma`` text (``render(..., fma=True)``, for adapters whose fma is fused) or the plain
+    one, whatever its adapter's probe said (``Runtime.fused_fma``, restored after the test
+    by ``monkeypatch``). Where the adapter's fma is not fused, the fma text calls the
+    float64 emulation above instead (skips the test where the adapter has no float64)."""
+    import pytest
+
+    from asyncfusion.codegen.wgsl import render
+    from asyncfusion.codegen.wgsl.lowering import HELPERS
+    from asyncfusion.codegen.wgsl.math_f32 import fma_helpers
+
+    rt = device.backend.rt
+    if fma and not rt.fused_fma:
+        if "shader-f64" not in rt.features:
+            pytest.skip("this adapter's fma is not fused and it has no float64 to emulate one")
+        texts = HELPERS | fma_helpers("af_fma_emul", "af_fma_emul_4")
+        texts["af_magic"] += FMA_EMULATION  # exp and the trig functions all call it
+        monkeypatch.setattr(render, "HELPERS_FMA", texts)
+    monkeypatch.setattr(rt, "fused_fma", fma)

@@ -209,7 +209,7 @@ class WgpuBackend:
             text = self._kernels[key] = (
                 render_matmul(kernel, variant) if isinstance(variant, MatmulShader)
                 else render(kernel, self.rt.workgroup, self.subgroups, *variant,
-                            folds=self.rt.folds_cancellation))
+                            folds=self.rt.folds_cancellation, fma=self.rt.fused_fma))
             self.counters.kernels_generated += 1
             if len(self._kernels) > _MAX_KERNELS:
                 self._kernels.popitem(last=False)

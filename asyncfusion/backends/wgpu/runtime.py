@@ -152,6 +152,7 @@ class Runtime:
         self._groups: dict[tuple[Hashable, ...], wgpu.GPUBindGroup] = {}
         self.pipelines_created = 0
         self.folds_cancellation = self._folds_cancellation()
+        self.fused_fma = self._fused_fma()
         self.timestamp_period = timestamp_period(self.queue)
         self._timer: GpuTimer | None = None
 
@@ -170,30 +171,64 @@ class Runtime:
   b[0] = x - x; b[1] = x + (-x); b[2] = y - y; b[3] = w.x; b[4] = w.y; b[5] = (x * 1.0) - x;
 }"""
         try:
-            dev = self.device
-            src = dev.create_buffer_with_data(
-                data=np.array([np.inf, np.nan], np.float32).tobytes(), usage=_STORAGE)
-            out = dev.create_buffer(size=32, usage=_STORAGE)
-            stage = self.create_staging(32)
+            got = self._probe(code, np.array([np.inf, np.nan], np.float32), 6)
+        except Exception:  # noqa: BLE001 - no answer: keep the guard, which is always right
+            return True
+        return not bool(np.isnan(got).all())
+
+    def _fused_fma(self) -> bool:
+        """Whether this adapter's ``fma`` rounds once (WGSL lets it round a * b first): one
+        tiny kernel, run once when the runtime starts, on pairs (a, b) read from memory
+        with c = -(a * b rounded), for which the fused result is the product's rounding
+        error (exact and nonzero) and the unfused one 0; scalar and vec4 ``fma`` both. Where
+        every case comes out fused, the float32 math helpers reduce and evaluate with fma
+        (``codegen.wgsl.math_f32``, ``render(..., fma=True)``). Assumes unfused (the text
+        that is right either way) when the probe cannot run."""
+        code = """
+@group(0) @binding(0) var<storage, read> a: array<vec4<f32>, 6>;
+@group(0) @binding(1) var<storage, read_write> b: array<f32>;
+@compute @workgroup_size(1) fn main() {
+  for (var i = 0u; i < 4u; i = i + 1u) { b[i] = fma(a[0][i], a[2][i], a[4][i]); }
+  let v = fma(a[1], a[3], a[5]);
+  b[4] = v.x; b[5] = v.y; b[6] = v.z; b[7] = v.w;
+}"""
+        x, y = _FMA_CASES
+        c = -(x * y)  # float32: the rounded product
+        want = (x.astype(np.float64) * y - (x * y)).astype(np.float32)  # exact
+        try:
+            got = self._probe(code, np.stack([x[:4], x[4:], y[:4], y[4:], c[:4], c[4:]]), 8)
+        except Exception:  # noqa: BLE001 - no answer: the unfused text is always right
+            return False
+        return bool(np.array_equal(got.view(np.uint32), want.view(np.uint32)))
+
+    def _probe(self, code: str, data: np.ndarray, words: int) -> np.ndarray:
+        """Run ``code``'s ``main`` once on ``data`` (binding 0, read) and return the first
+        ``words`` float32 words it wrote to binding 1 (the start-up probes of the
+        compiler)."""
+        dev = self.device
+        raw = np.ascontiguousarray(data, np.float32).tobytes()
+        size = -(-words * 4 // 16) * 16
+        src = dev.create_buffer_with_data(data=raw, usage=_STORAGE)
+        out = dev.create_buffer(size=size, usage=_STORAGE)
+        stage = self.create_staging(size)
+        try:
             pipe = dev.create_compute_pipeline(layout="auto", compute={
                 "module": dev.create_shader_module(code=code), "entry_point": "main"})
             group = dev.create_bind_group(layout=pipe.get_bind_group_layout(0), entries=[
-                {"binding": 0, "resource": {"buffer": src, "offset": 0, "size": 8}},
-                {"binding": 1, "resource": {"buffer": out, "offset": 0, "size": 32}}])
+                {"binding": 0, "resource": {"buffer": src, "offset": 0, "size": len(raw)}},
+                {"binding": 1, "resource": {"buffer": out, "offset": 0, "size": size}}])
             enc = dev.create_command_encoder()
             cp = enc.begin_compute_pass()
             cp.set_pipeline(pipe)
             cp.set_bind_group(0, group)
             cp.dispatch_workgroups(1)
             cp.end()
-            enc.copy_buffer_to_buffer(out, 0, stage, 0, 32)
+            enc.copy_buffer_to_buffer(out, 0, stage, 0, size)
             self.queue.submit([enc.finish()])
-            got = self.read_staging(stage, 24).view(np.float32)
+            return self.read_staging(stage, words * 4).view(np.float32)
+        finally:
             for buf in (src, out, stage):
                 buf.destroy()
-        except Exception:  # noqa: BLE001 - no answer: keep the guard, which is always right
-            return True
-        return not bool(np.isnan(got).all())
 
     def release(self) -> None:
         """Give the wgpu device back (no asyncfusion device uses it any more)."""
@@ -415,6 +450,14 @@ class Runtime:
     def create_staging(self, capacity: int) -> wgpu.GPUBuffer:
         return self.device.create_buffer(size=capacity, usage=_STAGING)
 
+
+# The fma probe's (a, b): products whose rounding error is nonzero (c = -(a * b) rounded),
+# among them (1 + 2^-12)^2 = 1 + 2^-11 + 2^-24, a tie that rounds to 1 + 2^-11.
+_FMA_CASES = (
+    np.array([1 + 2**-12, 1 + 2**-23, 3.1415927, -1.4142135, 0.1, 1e10, -7.0e-3, 65537.0],
+             np.float32),
+    np.array([1 + 2**-12, 1 + 2**-23, 2.7182817, 1.7320508, 0.3, 3.3e-7, -1.23e5,
+              65539.0], np.float32))
 
 # (max_storage_bindings, workgroup, adapter index or None: wgpu's default adapter)
 RuntimeKey = tuple[int | None, int | None, int | None]

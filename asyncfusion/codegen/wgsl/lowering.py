@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from ..._core.dtype import DType
 from ...ops import Identity
 from .arith import ARITH_32, ARITH_F64, ARITH_I64, DIVMOD_F32
-from .math_f32 import MATH_F32, NEEDS_F32
+from .math_f32 import MATH_F32, NEEDS_F32, fma_helpers
 from .math_f64 import MATH_F64, NEEDS_F64
 from .types import ABS64, INF64, WGSL_TYPE, Rule, Ty, isinf, isnan, lanes
 
-__all__ = ["Lowering", "LOWERINGS", "register_lowering", "HELPERS", "HELPERS_WIDE",
-           "HELPERS_F64", "COMBINES", "identity"]
+__all__ = ["Lowering", "LOWERINGS", "register_lowering", "HELPERS", "HELPERS_FMA",
+           "HELPERS_WIDE", "HELPERS_F64", "COMBINES", "identity"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +39,9 @@ HELPERS: dict[str, str] = (
     | {"af_divmod": DIVMOD_F32}
     | {name: text + (lanes(name, "f32", arity) if arity else "")
        for name, (text, arity) in MATH_F32.items()})
+# HELPERS for a compiler whose fma is fused (render(..., fma=True)): exp, sin, cos and tan
+# reduce and evaluate with fma (math_f32.fma_helpers).
+HELPERS_FMA: dict[str, str] = HELPERS | fma_helpers()
 HELPERS_WIDE: dict[str, str] = ARITH_I64
 HELPERS_F64: dict[str, str] = ARITH_F64 | MATH_F64
 

@@ -21,7 +21,7 @@ orders NaN comparisons cannot change them.
 
 from __future__ import annotations
 
-__all__ = ["MATH_F32", "NEEDS_F32"]
+__all__ = ["MATH_F32", "NEEDS_F32", "fma_helpers"]
 
 _NAN = "bitcast<f32>(0x7fc00000u)"
 _INF = "bitcast<f32>(0x7f800000u)"
@@ -51,7 +51,13 @@ def _slow_lanes(name: str, gate: str) -> str:
 """
 
 
-def _trig(name: str, kernel: str, turn: str, odd: bool) -> str:
+_REDUCE4 = """  let t = x * 0.63661975 + 12582912.0;
+  let j = af_unmagic_4(t);
+  let r = (((x - j * 1.5703125) - j * 0.0004837513) - j * 7.5495336e-8) - j * 2.563344e-12;
+"""
+
+
+def _trig(name: str, kernel: str, turn: str, odd: bool, reduce4: str = _REDUCE4) -> str:
     """``name`` of float32 as ``kernel(r, quadrant)``, with ``turn`` added to the quadrant
     (cos is sin a quarter turn on): (r, j + 1.5 2^23) from the fast reduction, whose low
     bits are j mod 4; else (``af_{name}_slow_f32``) on |x| from Payne-Hanek, the sign put
@@ -74,10 +80,7 @@ fn af_{name}_slow_f32(x: f32) -> f32 {{
   let q = af_trig_reduce(abs(x));
 {tail}}}
 fn af_{name}_f32_4(x: {_V4}) -> {_V4} {{
-  let t = x * 0.63661975 + 12582912.0;
-  let j = af_unmagic_4(t);
-  let r = (((x - j * 1.5703125) - j * 0.0004837513) - j * 7.5495336e-8) - j * 2.563344e-12;
-  var v = {kernel}_4(r, bitcast<{_U4}>(t){turn4});
+{reduce4}  var v = {kernel}_4(r, bitcast<{_U4}>(t){turn4});
 {_slow_lanes(name, f"abs(x) <= {_V4}(6433.0)")}}}
 """
 
@@ -485,6 +488,116 @@ fn af_tan_reduced_4(r: vec4<f32>, n: vec4<u32>) -> vec4<f32> {
 }}
 """, 2),
 }
+
+
+
+def _k(t: str, lit: str) -> str:
+    """A constant of type ``t``: the literal for a scalar, a splat for a vector."""
+    return lit if t in ("f32", "u32") else f"{t}({lit})"
+
+
+def fma_helpers(f: str = "fma", f4: str = "fma") -> dict[str, str]:
+    """The texts of ``af_exp``, ``af_trig`` and ``af_sin``/``af_cos``/``af_tan`` for an
+    adapter whose ``fma`` rounds once (the runtime's probe, ``Runtime.fused_fma``; NVIDIA
+    GPUs do), in place of :data:`MATH_F32`'s, which are right whether ``fma`` is fused or
+    not. ``f``/``f4``: the name of the scalar / vec4 fused multiply-add (``fma``; tests pass
+    an emulation to run this text on an adapter whose ``fma`` is not fused).
+
+    exp: r = x - k ln2 as two fmas on the same two pieces (the first exact, as before:
+    k 0.693359375 has 16 bits and x - k 0.693359375 cancels; the second rounds once, not
+    twice), the polynomial by Horner with fmas, and 2^k (1 + q) as one fma, 2^k q + 2^k.
+    sin/cos/tan: r = x - j pi/2 as three fmas on pi/2 in three full floats, where the
+    unfused reduction needs four 12-bit pieces: x - j hi is exact (|j| <= 2^12, j hi a
+    multiple of 2^-23 and |x - j hi| < 1, or |x| < 1 and j hi a multiple of 2^-24), so is
+    the next one where the result is below 2^-23 (a multiple of 2^-47), the floats nearest
+    to multiples of pi/2 included, and pi/2 - (hi + mid + lo) is -2^-73. hi is pi/2
+    rounded down and mid too, so that every piece is positive: x - j piece keeps x = -0
+    as -0 (j = +0). sin = r + r (z k), cos = 1 + z (z k - 0.5) as fmas, their
+    polynomials by Horner with fmas."""
+    exp = f"""fn af_exp_f32(x: f32) -> f32 {{
+  if (abs(x) < 87.0) {{
+    let t = {f}(x, 1.442695, 12582912.0);
+    let k = af_unmagic(t);
+    let s = bitcast<f32>((bitcast<u32>(t) << 23u) + 0x3f800000u);
+    return {f}(s, af_exp_q({f}(k, 2.12194440e-4, {f}(k, -0.693359375, x))), s);
+  }}
+  return af_exp_slow_f32(x);
+}}
+fn af_exp_slow_f32(x: f32) -> f32 {{
+  if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) {{ return x; }}
+  if (x > 88.72284) {{ return {_INF}; }}
+  if (x < -103.97208) {{ return 0.0; }}
+  let k = round(x * 1.442695);
+  let p = af_exp_q({f}(k, 2.12194440e-4, {f}(k, -0.693359375, x))) + 1.0;
+  let k1 = i32(k) / 2;
+  let k2 = i32(k) - k1;
+  return p * bitcast<f32>(u32(k1 + 127) << 23u) * bitcast<f32>(u32(k2 + 127) << 23u);
+}}
+fn af_exp_q(r: f32) -> f32 {{
+  let p = {f}({f}({f}({f}(1.3814538e-3, r, 8.3687454e-3), r, 4.1668389e-2), r, 1.6666521e-1), r,
+    4.9999994e-1);
+  return {f}(p, r * r, r);
+}}
+fn af_exp_f32_4(x: {_V4}) -> {_V4} {{
+  let t = {f4}(x, {_V4}(1.442695), {_V4}(12582912.0));
+  let k = af_unmagic_4(t);
+  let r = {f4}(k, {_V4}(2.12194440e-4), {f4}(k, {_V4}(-0.693359375), x));
+  let p = {f4}({f4}({f4}({f4}({_V4}(1.3814538e-3), r, {_V4}(8.3687454e-3)), r,
+    {_V4}(4.1668389e-2)), r, {_V4}(1.6666521e-1)), r, {_V4}(4.9999994e-1));
+  let s = bitcast<{_V4}>((bitcast<{_U4}>(t) << {_U4}(23u)) + {_U4}(0x3f800000u));
+  var v = {f4}(s, {f4}(p, r * r, r), s);
+{_slow_lanes("exp", f"abs(x) < {_V4}(87.0)")}}}
+"""
+    reduce4 = f"""  let t = {f4}(x, {_V4}(0.63661975), {_V4}(12582912.0));
+  let j = af_unmagic_4(t);
+  let r = {f4}(j, {_V4}(-5.390303e-15), {f4}(j, {_V4}(-7.5497894e-8),
+    {f4}(j, {_V4}(-1.5707963), x)));
+"""
+
+    def sincos(v: str, u: str, fv: str) -> str:
+        sfx = "_4" if v == _V4 else ""
+        return f"""fn af_sincos{sfx}(r: {v}, n: {u}) -> {v} {{
+  let z = r * r;
+  let odd = (n & {_k(u, "1u")}) == {_k(u, "1u")};
+  let k = {fv}({fv}(select({_k(v, "-1.9515295891e-4")}, {_k(v, "2.443315711809948e-5")}, odd), z,
+    select({_k(v, "8.3321608736e-3")}, {_k(v, "-1.388731625493765e-3")}, odd)), z,
+    select({_k(v, "-1.6666654611e-1")}, {_k(v, "4.166664568298827e-2")}, odd));
+  let b = select(r, {_k(v, "1.0")}, odd);
+  let h = select({_k(v, "0.0")}, {_k(v, "-0.5")}, odd);
+  let v = select({fv}(select(r, z, odd), {fv}(z, k, h), b), b, z == {_k(v, "0.0")});
+  return bitcast<{v}>(bitcast<{u}>(v) ^ ((n << {_k(u, "30u")}) & {_k(u, "0x80000000u")}));
+}}
+"""
+
+    def tan(v: str, u: str, fv: str) -> str:
+        sfx = "_4" if v == _V4 else ""
+        return f"""fn af_tan_reduced{sfx}(r: {v}, n: {u}) -> {v} {{
+  let z = r * r;
+  let p = {fv}({fv}({fv}({fv}({fv}({_k(v, "9.38540185543e-3")}, z,
+    {_k(v, "3.11992232697e-3")}), z, {_k(v, "2.44301354525e-2")}), z,
+    {_k(v, "5.34112807005e-2")}), z, {_k(v, "1.33387994085e-1")}), z,
+    {_k(v, "3.33331568548e-1")});
+  let u = select({fv}(p, z * r, r), r, z == {_k(v, "0.0")});
+  return select(u, -1.0 / u, (n & {_k(u, "1u")}) == {_k(u, "1u")});
+}}
+"""
+    # af_trig as in MATH_F32 (Payne-Hanek and the gates), the fast reduction and kernels
+    # replaced
+    plain = MATH_F32["af_trig"][0]
+    head = plain[:plain.index("fn af_trig_fast(")]
+    tail = plain[plain.index("fn af_trig_ok("):plain.index("fn af_sincos(")]
+    trig = (head + f"""fn af_trig_fast(x: f32) -> vec2<f32> {{
+  let t = {f}(x, 0.63661975, 12582912.0);
+  let j = af_unmagic(t);
+  return vec2<f32>({f}(j, -5.390303e-15, {f}(j, -7.5497894e-8, {f}(j, -1.5707963, x))), t);
+}}
+""" + tail + sincos("f32", "u32", f) + sincos(_V4, _U4, f4) + tan("f32", "u32", f)
+        + tan(_V4, _U4, f4))
+    return {"af_exp": exp, "af_trig": trig,
+            "af_sin": _trig("sin", "af_sincos", "", True, reduce4),
+            "af_cos": _trig("cos", "af_sincos", " + 1u", False, reduce4),
+            "af_tan": _trig("tan", "af_tan_reduced", "", True, reduce4)}
+
 
 # Which helpers each one calls (emitted together: WGSL declarations are order-free).
 NEEDS_F32: dict[str, tuple[str, ...]] = {

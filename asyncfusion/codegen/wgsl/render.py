@@ -30,7 +30,8 @@ from ..._core.dtype import DType
 from ...kernel import Arg, Instr, Kernel, LaunchArgs, Level, Reduce
 from ...kernel.rows import Phase, RowValues, row_phases
 from ...ops import REDUCTIONS
-from .lowering import COMBINES, HELPERS, HELPERS_F64, HELPERS_WIDE, LOWERINGS, identity
+from .lowering import (COMBINES, HELPERS, HELPERS_F64, HELPERS_FMA, HELPERS_WIDE, LOWERINGS,
+                       identity)
 from .types import STORAGE_TYPE, WGSL_TYPE, Ty, convert, isnan
 
 __all__ = ["render", "enables", "param_words", "param_bytes", "param", "RowWords", "HEAD_WORDS",
@@ -83,9 +84,10 @@ def param_bytes(kernel: Kernel, args: LaunchArgs, head: tuple[int, int, int, int
 class _Writer:
     def __init__(self, kernel: Kernel, workgroup: int, subgroups: bool,
                  vec_loads: frozenset[int] = frozenset(), words: RowWords | None = None,
-                 folds: bool = True) -> None:
+                 folds: bool = True, fma: bool = False) -> None:
         self.k = kernel
         self.folds = folds  # the compiler folds x - x: see types.Ty
+        self.fma = fma  # the compiler's fma is fused: the math helpers use it
         self.row_words = words
         if words is not None:
             vec_loads = vec_loads | words.loads
@@ -150,8 +152,9 @@ class _Writer:
                       f"array<{t}>;", 0)
             binding += 1
         helpers = {h for i in k.body for h in LOWERINGS[i.op].helpers}
-        for h in sorted(helpers & HELPERS.keys()):  # the rest exist in 64 bits only
-            self.lines.append(HELPERS[h].rstrip())
+        texts = HELPERS_FMA if self.fma else HELPERS
+        for h in sorted(helpers & texts.keys()):  # the rest exist in 64 bits only
+            self.lines.append(texts[h].rstrip())
         wide = {h for i in k.body if i.compute.itemsize == 8 for h in LOWERINGS[i.op].helpers}
         for h in sorted(wide & HELPERS_WIDE.keys()):
             self.lines.append(HELPERS_WIDE[h].rstrip())
@@ -671,7 +674,8 @@ def _nth(p: int) -> str:
 
 
 def render(kernel: Kernel, workgroup: int, subgroups: bool = False, slots: int = 0,
-           words: RowWords | None = None, tpr: int = 1, folds: bool = True) -> str:
+           words: RowWords | None = None, tpr: int = 1, folds: bool = True,
+           fma: bool = False) -> str:
     """The WGSL text of one element-wise or reduction kernel; ``subgroups``: the adapter
     has subgroup operations; ``slots``: a reduction holds each row in that many registers
     (positions) per thread between its passes (0: it reads the row again for each pass);
@@ -679,10 +683,11 @@ def render(kernel: Kernel, workgroup: int, subgroups: bool = False, slots: int =
     row (a power of two dividing the workgroup, written into the text as a constant, as
     the rows per workgroup are: the held registers' indices and the combine's steps are
     constants too); ``folds``: the adapter's
-    compiler folds ``x - x`` (float add/sub then guard IEEE specials). Matmul kernels:
-    :mod:`.matmul`."""
+    compiler folds ``x - x`` (float add/sub then guard IEEE specials); ``fma``: its
+    ``fma`` is fused (float32 exp/sin/cos/tan then reduce and evaluate with it:
+    ``math_f32.fma_helpers``). Matmul kernels: :mod:`.matmul`."""
     assert not kernel.matmul
-    w = _Writer(kernel, workgroup, subgroups, words=words, folds=folds)
+    w = _Writer(kernel, workgroup, subgroups, words=words, folds=folds, fma=fma)
     w.declare()
     if not kernel.reduces:
         w.elementwise()
