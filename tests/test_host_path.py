@@ -267,7 +267,7 @@ async def test_no_encoder_is_begun_ahead_while_a_gpu_timer_runs(dev):
         assert await anyio.to_thread.run_sync(timer.total_ns) > 0
 
 
-async def test_a_round_wakes_its_readers_a_slice_per_loop_iteration():
+async def test_a_round_wakes_its_readers_a_slice_per_loop_iteration(monkeypatch):
     """A finished round sets WAKE_SLICE readers' events at once; the server task wakes
     the rest a slice per loop iteration (so hundreds of woken readers never hold the loop
     in one iteration), every reader once, in order, with no thread-safe call."""
@@ -277,18 +277,18 @@ async def test_a_round_wakes_its_readers_a_slice_per_loop_iteration():
     srv = Server(executor=None)  # type: ignore[arg-type] - waking touches no executor
     reqs = [Request(stream=i) for i in range(2 * WAKE_SLICE + 5)]
     srv._finish(reqs)
-    assert sum(r.done.is_set() for r in reqs) == WAKE_SLICE
-    woken: list[int] = []
+    assert sum(r.done.is_set() for r in reqs) == WAKE_SLICE  # the rest wait their turn
+    assert [len(batch) for batch in srv.waking] == [WAKE_SLICE + 5]
+    seen: list[int] = []  # readers woken whenever the server task gives the loop a turn
+    real_sleep = anyio.sleep
 
-    async def watch() -> None:
-        while len(woken) < 4:
-            woken.append(sum(r.done.is_set() for r in reqs))
-            await anyio.sleep(0)
+    async def turn(delay: float) -> None:
+        seen.append(sum(r.done.is_set() for r in reqs))
+        await real_sleep(delay)
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(watch)
-        await srv._wake_the_rest()
-    assert all(0 <= b - a <= WAKE_SLICE for a, b in zip(woken, woken[1:]))  # a slice a turn
+    monkeypatch.setattr(anyio, "sleep", turn)
+    await srv._wake_the_rest()  # a turn of the loop, a slice, a turn, the last slice
+    assert seen == [WAKE_SLICE, 2 * WAKE_SLICE]
     assert all(r.done.is_set() and r.error is None for r in reqs)
     assert not srv.waking and not srv.wanted  # waking readers asks for no round
 
