@@ -104,7 +104,10 @@ def test_tiles_follow_the_adapter_and_the_output():
     assert matmul_tiles(1024, 1024, big, gpu=True).tm == 64  # 64 128-tiles: not a wave
     assert matmul_tiles(1024, 1024, big, gpu=True, batch=2).tm == 128
     assert matmul_tiles(4096, 4096, big, gpu=False).tm == 64
-    assert matmul_tiles(4096, 8, big, gpu=True).tm == 32
+    assert matmul_tiles(4096, 8, big, gpu=True).tm == 32  # 64x16 tiles make no wave
+    assert (matmul_tiles(4, 1_000_000, big, gpu=True).tm,  # 4 rows (a search query):
+            matmul_tiles(4, 1_000_000, big, gpu=True).tn) == (16, 64)  # not 128 rows a tile
+    assert matmul_tiles(256, 512, big, gpu=True).tm == 32  # the MLP layer: a wave of 32s
     assert matmul_tiles(4096, 4096, small, gpu=True).tm == 32  # 16 KiB tiles do not fit
     for t in _TILES:
         assert t.shared_bytes == 2 * (t.tm + t.tn) * t.tk * 4  # double-buffered

@@ -40,6 +40,8 @@ def test_candidates_hold_the_probe_shapes_and_fit_the_adapter():
                          for p in small)
     tiny = candidates(1, 1, 512, 784, H200)  # one row: short tiles only, K too short to split
     assert tiny and all(p.tiles.tm <= 32 and p.split == 1 for p in tiny)
+    wide = names(candidates(1, 4, 1_000_000, 256, H200))  # 4 rows, a wave of any tile:
+    assert "16x64x16/4x4" in wide and all(int(n.split("x")[0]) <= 32 for n in wide)
 
 
 def test_a_long_k_over_few_tiles_adds_split_plans_of_about_a_wave():

@@ -21,7 +21,8 @@ __all__ = ["MatmulPlan", "TILES", "CANDIDATE_TILES", "default_plan", "matmul_til
 # accumulators) pay off on outputs that give a big GPU a wave of workgroups; smaller
 # tiles give more of them.
 TILES = (MatmulTiles(128, 128, 8, 8, 8), MatmulTiles(64, 64, 16, 4, 4),
-         MatmulTiles(32, 32, 8, 4, 4))
+         MatmulTiles(32, 32, 8, 4, 4), MatmulTiles(16, 64, 16, 4, 4),
+         MatmulTiles(64, 16, 16, 4, 4))
 WAVE = 128  # workgroups that keep a big GPU busy (the H200 has 132 SMs)
 
 # What the autotuner tries: the register-tiled shapes that ran fastest in a standalone
@@ -33,6 +34,7 @@ CANDIDATE_TILES = (
     MatmulTiles(64, 64, 16, 8, 8), MatmulTiles(64, 64, 16, 4, 4),
     MatmulTiles(128, 256, 8, 8, 16), MatmulTiles(32, 64, 16, 4, 4),
     MatmulTiles(32, 32, 8, 4, 4), MatmulTiles(16, 64, 16, 4, 4),
+    MatmulTiles(64, 16, 16, 4, 4),
 )
 SPLIT_MIN_K = 4096  # K from which a split pays for its second pass
 SPLIT_MIN_SLICE = 512  # K elements each slice takes at least
@@ -92,17 +94,33 @@ def _tiles_of(batch: int, m: int, n: int, t: MatmulTiles) -> int:
 
 def matmul_tiles(m: int, n: int, limits: dict[str, int], gpu: bool,
                  batch: int = 1) -> MatmulTiles:
-    """The largest schedule the adapter holds (threads, double-buffered workgroup memory)
-    that still makes a wave of workgroups on a GPU (the 64-tile at most on a CPU, where
-    fewer, larger tiles cost less); the smallest when none does."""
-    for t in TILES:
-        if not fits(t, limits):
-            continue
-        if gpu and _tiles_of(batch, m, n, t) >= WAVE:
-            return t
-        if not gpu and t.tm <= 64 and min(m, n) >= t.tm:
-            return t
-    return TILES[-1]
+    """The schedule without measurements. On a GPU: among the tiles the adapter holds
+    (threads, double-buffered workgroup memory) that overhang the output by at most
+    twice on each side (:func:`_overhangs`) and make a wave of workgroups, the one that
+    pads the output least, then the largest (a 4-row product over a million columns takes
+    16x64 tiles, not 128x128 ones that compute 32 rows for every 1 kept); the smallest
+    that fits where none makes a wave. On a CPU the 64-tile at most, where fewer, larger
+    tiles cost less."""
+    held = [t for t in TILES if fits(t, limits)] or [TILES[2]]
+    if not gpu:
+        for t in held:
+            if t.tm <= 64 and min(m, n) >= t.tm and t.tm == t.tn:
+                return t
+        return TILES[2]
+    near = [t for t in held if not _overhangs(t, m, n)]
+    wave = [t for t in near if _tiles_of(batch, m, n, t) >= WAVE]
+    if wave:
+        return min(wave, key=lambda t: (_padded(m, t.tm) * _padded(n, t.tn), -t.tm * t.tn))
+    return min(near or held, key=lambda t: (t.tm * t.tn, _padded(m, t.tm) * _padded(n, t.tn)))
+
+
+def _padded(size: int, tile: int) -> int:
+    return -(-size // tile) * tile
+
+
+def _overhangs(t: MatmulTiles, m: int, n: int) -> bool:
+    """Whether ``t`` is more than twice the (power-of-two, at least 16) output on a side."""
+    return t.tm > 2 * max(_pow2_at_least(m), 16) or t.tn > 2 * max(_pow2_at_least(n), 16)
 
 
 def default_plan(batch: int, m: int, n: int, k: int, limits: dict[str, int],
@@ -128,14 +146,14 @@ def candidates(batch: int, m: int, n: int, k: int, limits: dict[str, int],
     """The plans worth timing for one shape: each of ``tiles`` (None:
     :data:`CANDIDATE_TILES`) that the device holds, that is at most twice the
     (power-of-two) output it covers, and smaller than 64x64 only where 64x64 tiles make
-    less than a wave; where K is long (>= 4096) and a tile makes less than a wave, that
+    less than a wave or a side of the output is shorter than 64; where K is long (>= 4096) and a tile makes less than a wave, that
     tile split in about enough slices for one wave, and for two."""
     out: list[MatmulPlan] = []
     few = _tiles_of(batch, m, n, TILES[1]) < WAVE
     for t in CANDIDATE_TILES if tiles is None else tiles:
-        if not fits(t, limits) or t.tm > 2 * max(_pow2_at_least(m), 16) or \
-                t.tn > 2 * max(_pow2_at_least(n), 16) or (t.tm * t.tn < 64 * 64 and not few):
-            continue
+        if not fits(t, limits) or _overhangs(t, m, n) or (
+                t.tm * t.tn < 64 * 64 and not few and min(m, n) >= 64):
+            continue  # small tiles only for few tiles, or for a short side
         out.append(MatmulPlan(t))
         count = _tiles_of(batch, m, n, t)
         if k < SPLIT_MIN_K or count >= WAVE:
