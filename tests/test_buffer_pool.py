@@ -55,6 +55,25 @@ def test_the_pool_budget_bounds_what_stays_cached():
     assert gpu.used == 3 << 20
 
 
+def test_the_default_budget_grows_to_the_peak_a_program_held():
+    """to_peak (the default budget's pool): a round that holds more than the budget frees
+    into the pool up to the most it ever held at once, so the next equal round creates
+    nothing; what was never held together is not kept; empty() gives it all back."""
+    gpu = FakeGpu(room=1 << 40)
+    pool = BufferPool(gpu.create, FaultInjector(), lambda g: None, max_pooled_bytes=3 << 20,
+                      to_peak=True)
+    for _ in range(3):
+        bufs = [pool.acquire(1 << 20) for _ in range(5)]
+        for b in bufs:
+            pool.release(b)
+    assert pool.stats().allocations == 5 and pool.stats().pooled_bytes == 5 << 20
+    one = pool.acquire(8 << 20)  # the new peak: 8 MiB live (the 5 pooled are not)
+    pool.release(one)  # kept, the 1 MiB buffers evicted to make room
+    assert pool.peak_bytes == 8 << 20 and pool.stats().pooled_bytes == 8 << 20
+    pool.empty()
+    assert pool.stats().pooled_bytes == 0 and gpu.used == 0
+
+
 async def test_repeated_rounds_of_large_outputs_allocate_nothing_new(dev):
     x = af.tensor(np.ones((256, 1024), np.float32), device=dev)
     counts = []

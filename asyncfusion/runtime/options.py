@@ -57,8 +57,11 @@ class DeviceOptions:
     :param cache_bytes: how many bytes of freed buffers the caching allocator keeps for
         reuse (None: the ``ASYNCFUSION_CACHE_BYTES`` environment variable, else 8 GiB on a
         GPU and a quarter of the host's memory, at most 4 GiB, on a CPU adapter; WebGPU
-        does not report a device's memory). Past it, freed buffers are released; under
-        allocation pressure the cache is emptied and the allocation retried.
+        does not report a device's memory; by default the cache also keeps up to the most
+        bytes the device once held live at one time, so repeated rounds larger than the
+        budget reuse their buffers; a budget given here or in the environment is a hard
+        cap). Past it, freed buffers are released; under allocation pressure the cache is
+        emptied and the allocation retried.
     :param matmul_tune: time candidate matmul schedules once per shape class and keep the
         fastest on disk (None: the ``ASYNCFUSION_MATMUL_TUNE`` environment variable, 1 or
         0, else on for GPU adapters and off for CPU ones, which take the default).

@@ -140,11 +140,12 @@ class WgpuBackend:
         self.max_buffer_size = self.rt.max_buffer_size
         self.max_binding = self.rt.max_binding  # larger buffers: see bindings.py
         self.storage_align = self.rt.storage_align
+        env = os.environ.get("ASYNCFUSION_CACHE_BYTES")
+        chosen = cache_bytes is not None or bool(env)  # a budget asked for is a hard cap
         if cache_bytes is None:
-            env = os.environ.get("ASYNCFUSION_CACHE_BYTES")
             cache_bytes = int(env) if env else self.rt.pool_budget
         self.pool = BufferPool(self.rt.create_storage, self.faults, self.rt.forget_buffer,
-                               cache_bytes)
+                               cache_bytes, to_peak=not chosen)
         self.staging = BufferPool(self.rt.create_staging, self.faults, self.rt.forget_buffer,
                                   min(cache_bytes, STAGING_CACHE))
         self.batch = self.rt.new_batch()

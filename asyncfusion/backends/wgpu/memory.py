@@ -27,7 +27,12 @@ STAGING_CACHE = 512 << 20  # readback (staging) buffers kept for reuse, at most
 class BufferPool:
     def __init__(self, create: Callable[[int], wgpu.GPUBuffer], faults: FaultInjector,
                  forget: Callable[[wgpu.GPUBuffer], None],
-                 max_pooled_bytes: int = STAGING_CACHE) -> None:
+                 max_pooled_bytes: int = STAGING_CACHE, to_peak: bool = False) -> None:
+        """``max_pooled_bytes``: what the pool keeps of freed buffers; ``to_peak``: or up
+        to the most bytes ever live at once, if that is more (a program whose repeated
+        rounds hold more than the budget then reuses its buffers instead of destroying
+        and re-creating some of them every round; as torch's caching allocator, it keeps
+        no more than the program once used, until ``empty``)."""
         self._create = create
         self._forget = forget
         self._faults = faults
@@ -35,8 +40,10 @@ class BufferPool:
         self._retired: dict[int, list[Buffer]] = defaultdict(list)
         self._lock = threading.Lock()
         self._max_pooled = max_pooled_bytes
+        self._to_peak = to_peak
         self.live = 0
         self.live_bytes = 0
+        self.peak_bytes = 0  # the most bytes live at once
         self.pooled = 0
         self.pooled_bytes = 0
         self.allocations = 0
@@ -68,6 +75,8 @@ class BufferPool:
         with self._lock:
             self.live += 1
             self.live_bytes += cap
+            if self.live_bytes > self.peak_bytes:
+                self.peak_bytes = self.live_bytes
         return Buffer(gpu, cap, nbytes)
 
     def retire(self, buf: Buffer) -> None:
@@ -93,7 +102,8 @@ class BufferPool:
         self.live_bytes -= buf.capacity
         # Over the cap, evict pooled buffers of the most-pooled other size first: a
         # program whose sizes change must not find the pool full of sizes it left behind.
-        while self.pooled_bytes + buf.capacity > self._max_pooled:
+        cap = max(self._max_pooled, self.peak_bytes) if self._to_peak else self._max_pooled
+        while self.pooled_bytes + buf.capacity > cap:
             others = [c for c, lst in self._free.items() if lst and c != buf.capacity]
             if not others:
                 self._destroy(buf.gpu)
