@@ -242,13 +242,18 @@ def markdown(payload: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def paths(tag: str, out_dir: Path) -> tuple[Path, Path]:
+    """Where :func:`write` puts the JSON and the Markdown of ``tag``."""
+    return out_dir / f"scoreboard-{tag}.json", out_dir / f"scoreboard-{tag}.md"
+
+
 def write(payload: dict[str, Any], tag: str, out_dir: Path) -> tuple[Path, Path]:
     """``scoreboard-TAG.json`` and ``scoreboard-TAG.md`` in ``out_dir`` (atomically)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    paths = (out_dir / f"scoreboard-{tag}.json", out_dir / f"scoreboard-{tag}.md")
-    for path, text in zip(paths, (json.dumps(payload, indent=2, default=str) + "\n",
-                                  markdown(payload))):
+    out = paths(tag, out_dir)
+    for path, text in zip(out, (json.dumps(payload, indent=2, default=str) + "\n",
+                                markdown(payload))):
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(text)
         os.replace(tmp, path)
-    return paths
+    return out

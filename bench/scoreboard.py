@@ -97,7 +97,10 @@ def progress(t0: float, r: dict[str, Any]) -> str:
             f"{B.fmt(r['sm_clock_mhz'])} MHz")
 
 
-async def run(plan: B.Plan, only: str | None) -> tuple[dict[str, Any], tuple[str, ...]]:
+async def run(plan: B.Plan, only: str | None, out_dir: Path
+              ) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """Every chosen row, in order; after each step the rows so far are written to
+    ``out_dir`` as ``scoreboard-<tag>-partial.json`` (a run cut short keeps them)."""
     t0 = C.perf()
     torch = C.import_torch()
     tdev = C.torch_device(torch) if torch is not None else "cpu"
@@ -123,8 +126,17 @@ async def run(plan: B.Plan, only: str | None) -> tuple[dict[str, Any], tuple[str
         rows += made
         for r in made:
             print(progress(t0, r), flush=True)
+        B.write({**_payload(t0, plan, info, torch, tdev, rows), "partial": True},
+                f"{C.host_tag(info)}-partial", out_dir)
     raw.close()
-    payload = {
+    for leftover in B.paths(f"{C.host_tag(info)}-partial", out_dir):
+        leftover.unlink(missing_ok=True)
+    return _payload(t0, plan, info, torch, tdev, rows), expected
+
+
+def _payload(t0: float, plan: B.Plan, info: dict[str, Any], torch: Any, tdev: str,
+             rows: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
         "commit": C.git_state(),
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "device": str(info.get("summary")),
@@ -139,7 +151,6 @@ async def run(plan: B.Plan, only: str | None) -> tuple[dict[str, Any], tuple[str
         "plan": asdict(plan),
         "rows": rows,
     }
-    return payload, expected
 
 
 def main() -> int:
@@ -155,10 +166,10 @@ def main() -> int:
     args = p.parse_args()
     C.apply_common(args)
     plan = B.Plan.for_smoke() if args.smoke else B.Plan()
-    payload, expected = anyio.run(run, plan, args.only)
     out_dir = Path(args.out_dir) if args.out_dir else (
         Path(tempfile.gettempdir()) / "asyncfusion-scoreboard" if args.smoke
         else C.RESULTS_DIR)
+    payload, expected = anyio.run(run, plan, args.only, out_dir)
     paths = B.write(payload, payload["host_tag"], out_dir)
     print()
     print(B.markdown(payload))

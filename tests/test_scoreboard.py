@@ -127,17 +127,28 @@ def test_a_thread_hop_is_measured_from_asyncio():
     assert all(v["n"] == 3 for v in hop.values())
 
 
-def test_a_step_that_raises_becomes_error_rows_and_fails_the_check(monkeypatch):
+def test_a_step_that_raises_becomes_error_rows_and_fails_the_check(monkeypatch, tmp_path):
+    seen: list[list[str]] = []  # the rows in the partial file when each step starts
+
+    def partial() -> list[str]:
+        found = list(tmp_path.glob("scoreboard-*-partial.json"))
+        return [r["workload"] for r in json.loads(found[0].read_text())["rows"]] if found \
+            else []
+
     async def fine() -> list[dict]:
+        seen.append(partial())
         return [B.row("first", 1.0, "peer", 1.0, B.ratio_at_most(1.3))]
 
     async def broken() -> list[dict]:
+        seen.append(partial())
         raise RuntimeError("kernel exploded")
 
     monkeypatch.setattr(scoreboard, "steps", lambda *args: [
         (("first",), fine), (("second", "third"), broken)])
-    payload, expected = anyio.run(scoreboard.run, B.Plan.for_smoke(), None,
+    payload, expected = anyio.run(scoreboard.run, B.Plan.for_smoke(), None, tmp_path,
                                   backend="asyncio")
+    assert seen == [[], ["first"]]  # a run cut short keeps the rows it made
+    assert not list(tmp_path.glob("*partial*"))  # a finished run leaves the whole only
     assert expected == ("first", "second", "third")
     assert [r["workload"] for r in payload["rows"]] == ["first", "second", "third"]
     assert payload["rows"][1]["error"] == "RuntimeError: kernel exploded"
