@@ -113,6 +113,13 @@ fn af_2opi_window(hi: u32, lo: u32, sh: u32) -> u32 {{
 
 _TWO_OPI_WORDS = _two_opi_words()
 
+# exp's slow path opens alike in both texts: NaN, overflow, underflow, then k = round(x/ln2).
+_EXP_SLOW_HEAD = f"""  if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) {{ return x; }}
+  if (x > 88.72284) {{ return {_INF}; }}
+  if (x < -103.97208) {{ return 0.0; }}
+  let k = round(x * 1.442695);
+"""
+
 # name -> (WGSL text of the scalar helper(s), arity of the lane-wise f32 helper named name;
 # 0: no lane-wise variant, or one written in the text)
 MATH_F32: dict[str, tuple[str, int]] = {
@@ -143,11 +150,7 @@ fn af_unmagic_4(t: vec4<f32>) -> vec4<f32> {
   return af_exp_slow_f32(x);
 }}
 fn af_exp_slow_f32(x: f32) -> f32 {{
-  if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) {{ return x; }}
-  if (x > 88.72284) {{ return {_INF}; }}
-  if (x < -103.97208) {{ return 0.0; }}
-  let k = round(x * 1.442695);
-  let p = af_exp_poly((x - k * 0.693359375) - k * -2.12194440e-4);
+{_EXP_SLOW_HEAD}  let p = af_exp_poly((x - k * 0.693359375) - k * -2.12194440e-4);
   let k1 = i32(k) / 2;
   let k2 = i32(k) - k1;
   return p * bitcast<f32>(u32(k1 + 127) << 23u) * bitcast<f32>(u32(k2 + 127) << 23u);
@@ -524,11 +527,7 @@ def fma_helpers(f: str = "fma", f4: str = "fma") -> dict[str, str]:
   return af_exp_slow_f32(x);
 }}
 fn af_exp_slow_f32(x: f32) -> f32 {{
-  if ((bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u) {{ return x; }}
-  if (x > 88.72284) {{ return {_INF}; }}
-  if (x < -103.97208) {{ return 0.0; }}
-  let k = round(x * 1.442695);
-  let p = af_exp_q({f}(k, 2.12194440e-4, {f}(k, -0.693359375, x))) + 1.0;
+{_EXP_SLOW_HEAD}  let p = af_exp_q({f}(k, 2.12194440e-4, {f}(k, -0.693359375, x))) + 1.0;
   let k1 = i32(k) / 2;
   let k2 = i32(k) - k1;
   return p * bitcast<f32>(u32(k1 + 127) << 23u) * bitcast<f32>(u32(k2 + 127) << 23u);
