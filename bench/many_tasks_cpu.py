@@ -5,8 +5,12 @@ thread's CPU time (``time.thread_time`` around each of the server's worker jobs)
 their medians. The chain has no transcendental math, so the device work is negligible
 even on a CPU Vulkan: what is measured is Python host overhead. Writes nothing.
 
-Usage: python bench/many_tasks_cpu.py [--tasks 1000] [--reps 7] [--profile]
-(``--profile``: a yappi CPU profile per thread of one more repetition, top entries.)
+Usage: python bench/many_tasks_cpu.py [--tasks 1000] [--reps 7] [--heap N]
+[--no-freeze] [--backend wgpu|numpy] [--profile]
+(``--heap N``: N small objects made before the device opens, as imported libraries leave
+behind, for the collector to walk; ``--no-freeze``: the device leaves the collector alone
+(``freeze_gc=False``); ``--profile``: a yappi CPU profile per thread of one more
+repetition, top entries.)
 """
 
 from __future__ import annotations
@@ -61,8 +65,8 @@ async def rep(xs: list[Any]) -> None:
             tg.start_soon(one, x)
 
 
-async def main(tasks: int, reps: int, profile: bool) -> None:
-    async with af.open_device() as dev:
+async def main(tasks: int, reps: int, profile: bool, backend: str, freeze: bool) -> None:
+    async with af.open_device(backend, freeze_gc=freeze) as dev:
         rng = np.random.default_rng(0)
         xs = [af.tensor(rng.standard_normal(ELEMS).astype(np.float32), device=dev)
               for _ in range(tasks)]
@@ -99,6 +103,10 @@ if __name__ == "__main__":
     p.add_argument("--tasks", type=int, default=1000)
     p.add_argument("--reps", type=int, default=7)
     p.add_argument("--profile", action="store_true")
+    p.add_argument("--heap", type=int, default=0)
+    p.add_argument("--no-freeze", action="store_true")
+    p.add_argument("--backend", default="wgpu", choices=("wgpu", "numpy"))
     a = p.parse_args()
+    heap = [{"i": [i]} for i in range(a.heap)]  # noqa: F841 - alive for the whole run
     _timed_jobs()
-    anyio.run(main, a.tasks, a.reps, a.profile)
+    anyio.run(main, a.tasks, a.reps, a.profile, a.backend, not a.no_freeze)
