@@ -19,7 +19,8 @@ import numpy as np
 import _common as C
 
 import asyncfusion as af
-from asyncfusion.codegen.wgsl.render import param_words, render
+from asyncfusion.codegen.wgsl.params import param_words
+from asyncfusion.codegen.wgsl.render import render
 from asyncfusion.backends.wgpu.runtime import Buffer, get_runtime
 from asyncfusion.kernel import LaunchArgs, Level, lower
 

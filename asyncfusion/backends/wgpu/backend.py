@@ -29,7 +29,8 @@ from ..base import MemoryStats, host_view
 from ..faults import FaultInjector
 from .memory import STAGING_CACHE, BufferPool
 from ...codegen.wgsl.matmul import MatmulShader, render_matmul
-from ...codegen.wgsl.render import RowWords, param_bytes, render
+from ...codegen.wgsl.params import param_bytes
+from ...codegen.wgsl.render import RowWords, render
 from .bindings import oversized, pieces, refuse
 from .matmul_launch import MatmulLauncher
 from ...codegen.wgsl.autotune import MatmulTuner, TuneCache, device_key, tune_enabled

@@ -25,7 +25,7 @@ from ...codegen.wgsl.autotune import MatmulTuner
 from ...codegen.wgsl.matmul import MatmulShader, with_layout
 from ...codegen.wgsl.matmul_plan import (MatmulPlan, candidates, default_plan, shape_class,
                                          slice_len)
-from ...codegen.wgsl.render import param_bytes
+from ...codegen.wgsl.params import param_bytes
 from .runtime import Buffer, Runtime, _Batch
 from .timing import GpuTimer
 

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 from ...kernel import Kernel, LaunchArgs, Level
 from .types import WGSL_TYPE
-from .render import HEAD_WORDS, INNER_STEPS, _Writer, enables, param
+from .params import HEAD_WORDS, param
+from .render import INNER_STEPS, _Writer, enables
 
 __all__ = ["MatmulTiles", "MatmulShader", "with_layout", "render_matmul", "valid_tiles"]
 

@@ -2,7 +2,7 @@
 
 Op expressions come from their lowerings (:mod:`.lowering`); this module only lays out the
 kernel around them. Sizes, strides, offsets and scalars are never literals: they are
-read from the uniform ``params`` block (see :func:`param_words`), so one text serves every
+read from the uniform ``params`` block (:mod:`.params`), so one text serves every
 size — but for a reduction's row schedule, which its launch chooses. Element-wise kernels
 run a thread per element (or per ``vec4``); reduction kernels give each output row
 ``tpr`` threads of a workgroup (a constant of the text) and run their phases in turn
@@ -24,20 +24,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..._core.dtype import DType
-from ...kernel import Arg, Instr, Kernel, LaunchArgs, Level, Reduce
+from ...kernel import Arg, Instr, Kernel, Level, Reduce
 from ...kernel.rows import Phase, RowValues, row_phases
 from ...ops import REDUCTIONS
 from .lowering import (COMBINES, HELPERS, HELPERS_F64, HELPERS_FMA, HELPERS_WIDE, LOWERINGS,
                        identity)
+from .params import HEAD_WORDS, param
 from .types import STORAGE_TYPE, WGSL_TYPE, Ty, convert, isnan
 
-__all__ = ["render", "enables", "param_words", "param_bytes", "param", "RowWords", "HEAD_WORDS",
-           "INNER_STEPS", "UNROLL"]
+__all__ = ["render", "enables", "RowWords", "INNER_STEPS", "UNROLL"]
 
-HEAD_WORDS = 4  # n, n_red, threads per row, rows per workgroup
 INNER_STEPS = 1024  # lavapipe stops loops at 65,535 iterations: nest them
 UNROLL = 4  # positions of a row a thread reads at once in a pass that reads it again
 _MIN_SUBGROUP = 4  # WebGPU's least subgroup size: a row of at most 4 lanes fits any
@@ -52,33 +49,6 @@ class RowWords:
 
     loads: frozenset[int]
     stores: frozenset[int]
-
-
-def param(word: int) -> str:
-    return f"params.w[{word // 4}][{word % 4}]"
-
-
-def param_words(kernel: Kernel, args: LaunchArgs, head: tuple[int, int, int, int]) -> list[int]:
-    """The uniform words of one launch: head, the index space, each map's offset and
-    strides (as two's-complement u32), then the scalars' bits."""
-    words = list(head) + list(args.shape)
-    for offset, strides in args.maps:
-        words.append(offset & 0xFFFFFFFF)
-        words.extend(s & 0xFFFFFFFF for s in strides)
-    for dt, value in zip(kernel.scalars, args.scalars, strict=True):
-        if dt is DType.bool:
-            words.append(int(bool(value)))
-        else:  # a float16 scalar travels as a float32 word, a 64-bit one as two (low first)
-            word_np = np.float32 if dt is DType.float16 else dt.np
-            words.extend(int(w) for w in np.array([value], dtype=word_np).view(np.uint32))
-    return words
-
-
-def param_bytes(kernel: Kernel, args: LaunchArgs, head: tuple[int, int, int, int]) -> bytes:
-    """:func:`param_words` as the uniform block's bytes (u32 words, whole vec4s)."""
-    words = param_words(kernel, args, head)
-    words += [0] * (-len(words) % 4)
-    return np.array(words, dtype=np.uint64).astype(np.uint32).tobytes()
 
 
 class _Writer:
