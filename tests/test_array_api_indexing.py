@@ -61,10 +61,28 @@ async def test_out_of_range_indices_are_clamped_like_take(ref):
     np.testing.assert_array_equal(await t[u, 0].to_data(), A[[3, 3, 1], 0])
 
 
-def test_integer_array_index_errors():
+def test_a_boolean_tensor_mask_indexes_outside_an_event_loop():
+    """Outside a running loop a boolean tensor mask is read (blocking, as nonzero's door)
+    and indexes as numpy's mask does, a 0-d one included (a new axis, full or empty)."""
+    t = af.tensor(A)
+    np.testing.assert_array_equal(t[t > 0].numpy(), A[A > 0])
+    np.testing.assert_array_equal(t[af.tensor(A[:, 0] > 0)].numpy(), A[A[:, 0] > 0])
+    assert t[af.tensor(np.array(True))].shape == (1,) + A.shape
+    assert t[af.tensor(np.array(False))].shape == (0,) + A.shape
+    assert t[np.array(False)].shape == A[np.array(False)].shape
+
+
+async def test_a_boolean_tensor_mask_is_refused_inside_an_event_loop():
     t = af.tensor(A)
     with pytest.raises(af.IndexingError, match=r"boolean tensor mask .*af\.nonzero"):
         t[t > 0]
+    with pytest.raises(af.IndexingError, match=r"boolean tensor mask .*af\.nonzero"):
+        t[af.tensor(np.array(True))]
+    assert af.__array_namespace_info__().capabilities()["boolean indexing"] is False
+
+
+def test_integer_array_index_errors():
+    t = af.tensor(A)
     with pytest.raises(af.IndexingError, match="must hold integers"):
         t[af.tensor([0.5])]
     with pytest.raises(af.IndexingError, match="too many indices"):

@@ -35,6 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._core.dtype import DType
+from .._debug import in_event_loop
 from .._core.errors import IndexingError, LimitError, ShapeError, device_mismatch
 from .._core.shapes import broadcast_shapes, fits_region
 from ..lazy.record import elementwise
@@ -46,10 +47,10 @@ from .indexing import take, take_along_axis
 __all__ = ["is_advanced", "getitem", "assigned"]
 
 _MAX_FLAT = 2**31 - 1  # a flat index is int32 in the kernel
-_NONZERO = ("a boolean tensor mask does not index: the result's shape would depend on its "
-            "values. Take its positions first, `idx = await af.nonzero(mask)` (or "
-            "`af.nonzero(mask)` outside an event loop), then "
-            "index with `t[idx]`; or keep the shape with `af.where(mask, t, 0)`")
+_NONZERO = ("a boolean tensor mask does not index inside an event loop: the result's shape "
+            "depends on its values, and reading them would block the loop. Take its "
+            "positions first, `idx = await af.nonzero(mask)`, then index with `t[idx]`; or "
+            "keep the shape with `af.where(mask, t, 0)`")
 
 _Array = npt.NDArray[np.int64]
 _Part = object  # a key part as the user gave it
@@ -101,6 +102,21 @@ def _host_array(k: list[object] | npt.NDArray[np.generic], what: str) -> npt.NDA
                         f"{a.dtype} ({k!r}); cast it with .astype(int)")
 
 
+def _is_0d_mask(key: _Part) -> bool:
+    """Whether ``key`` is a 0-d boolean array or tensor alone."""
+    return (isinstance(key, np.ndarray) or type(key) is Tensor) and key.ndim == 0 and \
+        (key.dtype == np.bool_ if isinstance(key, np.ndarray) else key.dtype is DType.bool)
+
+
+def _mask_value(key: _Part, what: str) -> bool:
+    """The value of a 0-d boolean mask (a tensor's read, blocking, outside a loop only)."""
+    if type(key) is Tensor:
+        if in_event_loop():
+            raise IndexingError(f"{what}: {_NONZERO}")
+        return bool(key.to_data_sync())
+    return bool(key)
+
+
 def _normal(shape: tuple[int, ...], key: _Part,
             what: str) -> tuple[list[slice | None], list[_Index]]:
     """The key's basic parts (an advanced part becomes ``slice(None)``, ``...`` its
@@ -109,8 +125,11 @@ def _normal(shape: tuple[int, ...], key: _Part,
     parts: list[_Part] = list(key) if isinstance(key, tuple) else [key]
     for i, k in enumerate(parts):
         if type(k) is Tensor:
-            if k.dtype is DType.bool:
-                raise IndexingError(f"{what}: {_NONZERO}")
+            if k.dtype is DType.bool:  # its values set the result's shape: read them first,
+                if in_event_loop():    # where blocking for them is allowed
+                    raise IndexingError(f"{what}: {_NONZERO}")
+                parts[i] = _host_array(k.to_data_sync(), what)
+                continue
             if not k.dtype.is_int:
                 raise IndexingError(f"{what}: an index tensor must hold integers, got "
                                     f"{k.dtype.label}; cast it with .astype(af.int32)")
@@ -217,6 +236,9 @@ def getitem(x: Tensor, key: _Part) -> Tensor:
     computed there (one upload, of the result's size, or of the indices' alone when
     one array indexes an axis that the key otherwise leaves whole)."""
     what = "t[key]"
+    if _is_0d_mask(key):  # numpy's rule: a new axis, of one element if true, else empty
+        grown = x.reshape((1,) + x.shape)
+        return grown if _mask_value(key, what) else grown[0:0]
     basic, indices = _normal(x.shape, key, what)
     shape_b = _broadcast(indices, what)
     host = all(ix.host is not None for ix in indices)

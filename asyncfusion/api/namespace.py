@@ -165,11 +165,13 @@ class ArrayNamespaceInfo:
     """What ``__array_namespace_info__()`` returns: devices, dtypes and capabilities."""
 
     def capabilities(self) -> dict[str, bool | int | None]:
-        """No boolean-mask indexing (the runtime knows every shape when an op is
-        recorded); data-dependent shapes outside a running event loop only, where
-        ``nonzero`` and ``unique_*`` block for their sizes and return the standard's
-        results (inside one they return awaitables of them); no rank limit beyond memory."""
-        return {"boolean indexing": False, "data-dependent shapes": not in_event_loop(),
+        """Boolean-mask indexing and data-dependent shapes outside a running event loop
+        only, where ``t[mask]`` reads the mask, and ``nonzero`` and ``unique_*`` their
+        sizes, blocking, and return the standard's results (inside one ``t[mask]`` raises,
+        naming ``await af.nonzero(mask)``, and ``nonzero`` and ``unique_*`` return
+        awaitables); no rank limit beyond memory."""
+        outside = not in_event_loop()
+        return {"boolean indexing": outside, "data-dependent shapes": outside,
                 "max dimensions": None}
 
     def default_device(self) -> Device:
