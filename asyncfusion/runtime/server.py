@@ -4,7 +4,8 @@ Requests — reads, syncs, ``empty_cache`` — from any number of tasks are post
 read posted while no round runs starts one at once, from the reader's own call; reads
 posted while a round runs form the next one, which the finished round's callback starts.
 Each round runs on the device's executor thread (``worker.py``), which hands it back with
-one thread-safe call that wakes every reader of the round. The server task is there for
+one thread-safe call; that call wakes ``WAKE_SLICE`` of the round's readers, and the
+server task wakes the rest a slice per loop iteration. The server task is also there for
 what no reader starts: long queues and drops to run (``poke``), rounds that wait for more
 readers (``max_wait``), and closing. No lock is held across any await, and nothing that
 blocks runs on the event loop; a cancelled reader only marks its request, and the
