@@ -99,11 +99,11 @@ class CustomKernel:
             if t.device is not dev:
                 raise device_mismatch(f"custom kernel {self.name!r}: t{t.id}", dev, t.device)
         backend = dev.backend
+        limits: dict[str, int] = getattr(backend, "limits", {})
         key: tuple[object, ...] | None = (
             tuple([(t.shape, t.dtype) for t in tensors]),
             tuple([(type(p), p) for p in params]), backend.name, backend.max_binding,
-            getattr(backend, "limits", None) is not None
-            and _limits(backend)["max-compute-workgroups-per-dimension"])
+            limits.get("max-compute-workgroups-per-dimension"))
         try:
             derived = self._derived.get(key)  # type: ignore[arg-type]
         except TypeError:  # an unhashable param: _derive says what params may be
