@@ -161,12 +161,12 @@ async def test_a_broken_tuning_file_is_ignored_with_a_warning_and_rewritten(tmp_
 async def test_tuning_off_takes_the_default_plan_and_touches_no_file(tmp_path, few,
                                                                      monkeypatch):
     plans: list[MatmulPlan] = []
-    encode = MatmulLauncher.encode
+    lay_out = MatmulLauncher.lay_out
 
-    def spy(self, batch, kernel, args, plan, *rest):
+    def spy(self, kernel, args, plan):
         plans.append(plan)
-        return encode(self, batch, kernel, args, plan, *rest)
-    monkeypatch.setattr(MatmulLauncher, "encode", spy)
+        return lay_out(self, kernel, args, plan)
+    monkeypatch.setattr(MatmulLauncher, "lay_out", spy)
     async with af.open_device(matmul_tune=False, tune_dir=tmp_path) as dev:
         await _product(dev, 40, 24, 40)
         assert not dev.backend.tuner.enabled and dev.backend.tuner.runs == 0
@@ -195,3 +195,21 @@ def test_tune_matmul_tunes_shapes_ahead_and_then_reads_them(tmp_path, few, capsy
     assert main(["tune-matmul", "--shapes", "40x24x40", "--dir", str(tmp_path)]) == 0
     assert "(kept)" in capsys.readouterr().out
     assert len(json.loads(_file(tmp_path).read_text())["classes"]) == 2
+
+
+async def test_a_repeated_launch_is_laid_out_once(monkeypatch):
+    """Plan, tiles, uniform words and WGSL are made on a launch's first run only: later
+    launches of the same kernel and arguments reuse them (the executor's hot path)."""
+    calls: list[MatmulPlan] = []
+    lay_out = MatmulLauncher.lay_out
+
+    def spy(self, kernel, args, plan):
+        calls.append(plan)
+        return lay_out(self, kernel, args, plan)
+    monkeypatch.setattr(MatmulLauncher, "lay_out", spy)
+    async with af.open_device(matmul_tune=False) as dev:
+        for _ in range(3):
+            await _product(dev, 12, 8, 20)
+        assert len(calls) == 1
+        await _product(dev, 12, 8, 24)  # other arguments: laid out anew
+        assert len(calls) == 2

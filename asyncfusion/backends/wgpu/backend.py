@@ -32,7 +32,7 @@ from ...codegen.wgsl.matmul import MatmulShader, render_matmul
 from ...codegen.wgsl.params import param_bytes
 from ...codegen.wgsl.render import RowWords, render
 from .bindings import oversized, pieces, refuse
-from .matmul_launch import MatmulLauncher
+from .matmul_launch import MatmulLaunch, MatmulLauncher
 from ...codegen.wgsl.autotune import MatmulTuner, TuneCache, device_key, tune_enabled
 from ...codegen.wgsl.autotune import tune_dir as tuning_dir
 from .runtime import Buffer, Runtime, detach, get_runtime
@@ -155,6 +155,7 @@ class WgpuBackend:
         self._kernels: OrderedDict[tuple[Kernel, _Variant], str] = OrderedDict()
         # (kernel, launch arguments) -> what its launch dispatches
         self._launches: OrderedDict[tuple[Kernel, LaunchArgs], _Prepared] = OrderedDict()
+        self._matmuls: OrderedDict[tuple[Kernel, LaunchArgs], MatmulLaunch] = OrderedDict()
         self.gpu = self.rt.adapter_info.get("adapter_type") != "CPU"
         self.limits = dict(self.rt.device.limits)
         self.subgroups = self.rt.subgroups  # reductions combine rows with subgroup shuffles
@@ -296,8 +297,14 @@ class WgpuBackend:
         """One matmul launch of its plan (tuned first where its shape class is new): one
         dispatch, or a split-K pair (two launches)."""
         self.faults.check("launch", kernel.names)
-        plan = self.matmul.plan(kernel, args, storage)
-        done = self.matmul.encode(self.batch, kernel, args, plan, storage,
+        key = (kernel, args)
+        launch = self._matmuls.get(key)
+        if launch is None:
+            plan = self.matmul.plan(kernel, args, storage)
+            launch = self._matmuls[key] = self.matmul.lay_out(kernel, args, plan)
+            if len(self._matmuls) > _MAX_LAUNCHES:
+                self._matmuls.popitem(last=False)
+        done = self.matmul.encode(self.batch, launch, storage,
                                   lambda nbytes: self.pool.acquire(nbytes, ordered=True),
                                   self.pool.retire)
         for title in (kernel.title, f"{kernel.title} (split-K sum)")[:done]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -29,11 +30,20 @@ from ...codegen.wgsl.params import param_bytes
 from .runtime import Buffer, Runtime, _Batch
 from .timing import GpuTimer
 
-__all__ = ["MatmulLauncher", "Storage"]
+__all__ = ["MatmulLaunch", "MatmulLauncher", "Storage"]
 
 Storage = list[tuple[Buffer, str]]  # a dispatch's buffers and their access, in binding order
 _TARGET_S = 0.02  # GPU time one timing of a plan takes, about
 _MAX_REPS = 50
+
+
+@dataclass(frozen=True, slots=True)
+class MatmulLaunch:
+    """The dispatches of one matmul launch, each (WGSL, uniform bytes, threads), in
+    order; ``part_bytes``: the partial sums' scratch buffer (0: K is not split)."""
+
+    dispatches: tuple[tuple[str, bytes, int], ...]
+    part_bytes: int
 
 
 class MatmulLauncher:
@@ -61,18 +71,16 @@ class MatmulLauncher:
             cls, default, lambda: candidates(nb, m, n, k, self.limits),
             lambda p: self.measure(kernel, args, storage, p), (nb, m, n, k))
 
-    def encode(self, batch: _Batch, kernel: Kernel, args: LaunchArgs, plan: MatmulPlan,
-               storage: Storage, scratch: Callable[[int], Buffer],
-               retire: Callable[[Buffer], None]) -> int:
-        """Encode ``plan`` of the launch into ``batch``; the dispatches it took (0: an
-        empty output). ``scratch`` gives the split's partial-sum buffer, ``retire``
-        takes it back once encoded."""
+    def lay_out(self, kernel: Kernel, args: LaunchArgs, plan: MatmulPlan) -> MatmulLaunch:
+        """What a launch of ``plan`` dispatches: its WGSL, uniform words and threads per
+        dispatch, and the partial sums' bytes where K is split (made once per kernel and
+        arguments: the backend keeps it)."""
         *batch_dims, m, n, k = args.shape
         nb = numel(tuple(batch_dims))
         tiles = with_layout(plan.tiles, args)
         count = nb * -(-m // tiles.tm) * -(-n // tiles.tn)
         if not count:
-            return 0
+            return MatmulLaunch((), 0)
         kc = slice_len(k, plan.split, tiles.tk) if k else 0
         slices = -(-k // kc) if kc else 1
         # the partial sums fit one binding; a split of one slice is no split
@@ -81,20 +89,32 @@ class MatmulLauncher:
             kc = slice_len(k, slices // 2, tiles.tk)
             slices = -(-k // kc)
         wg = self.rt.workgroup
+        grid = (nb, -(-m // tiles.tm), -(-n // tiles.tn))
         if slices <= 1:
-            params = param_bytes(kernel, args, (nb, -(-m // tiles.tm), -(-n // tiles.tn), 0))
-            self.rt.dispatch(batch, self.wgsl(kernel, MatmulShader(tiles)), storage, params,
-                             count * wg)
-            return 1
-        params = param_bytes(kernel, args, (nb, -(-m // tiles.tm), -(-n // tiles.tn), kc))
-        part = scratch(slices * row)
+            params = param_bytes(kernel, args, (*grid, 0))
+            return MatmulLaunch(((self.wgsl(kernel, MatmulShader(tiles)), params,
+                                  count * wg),), 0)
+        params = param_bytes(kernel, args, (*grid, kc))
+        return MatmulLaunch(((self.wgsl(kernel, MatmulShader(tiles, "partial")), params,
+                              count * slices * wg),
+                             (self.wgsl(kernel, MatmulShader(tiles, "sum", wg)), params,
+                              nb * m * n)), slices * row)
+
+    def encode(self, batch: _Batch, launch: MatmulLaunch, storage: Storage,
+               scratch: Callable[[int], Buffer], retire: Callable[[Buffer], None]) -> int:
+        """Encode ``launch`` into ``batch``; the dispatches it took (0: an empty output).
+        ``scratch`` gives the split's partial-sum buffer, ``retire`` takes it back once
+        encoded."""
+        if not launch.part_bytes:
+            for wgsl, params, threads in launch.dispatches:
+                self.rt.dispatch(batch, wgsl, storage, params, threads)
+            return len(launch.dispatches)
+        part = scratch(launch.part_bytes)
         with_part = storage + [(part, "read_write")]
-        self.rt.dispatch(batch, self.wgsl(kernel, MatmulShader(tiles, "partial")), with_part,
-                         params, count * slices * wg)
-        self.rt.dispatch(batch, self.wgsl(kernel, MatmulShader(tiles, "sum", wg)), with_part,
-                         params, nb * m * n)
+        for wgsl, params, threads in launch.dispatches:
+            self.rt.dispatch(batch, wgsl, with_part, params, threads)
         retire(part)
-        return 2
+        return len(launch.dispatches)
 
     # -- timing --------------------------------------------------------------------------
     def measure(self, kernel: Kernel, args: LaunchArgs, storage: Storage, plan: MatmulPlan,
@@ -117,6 +137,7 @@ class MatmulLauncher:
         if timestamps is None:
             timestamps = "timestamp-query" in rt.features
         batch = rt.new_batch()
+        launch = self.lay_out(kernel, args, plan)
         try:
             def run(reps: int, timer: GpuTimer | None) -> float:
                 writes: dict[str, object] = {}
@@ -124,7 +145,7 @@ class MatmulLauncher:
                     batch.timed, writes = timer.pass_writes(None)
                 batch.cpass = rt.encoder(batch).begin_compute_pass(**writes)
                 for _ in range(reps):
-                    self.encode(batch, kernel, args, plan, bufs, buffer, lambda b: None)
+                    self.encode(batch, launch, bufs, buffer, lambda b: None)
                 rt.copy(batch, made[0].gpu, fence, 16)
                 with rt.lock:
                     rt.check_alive()
