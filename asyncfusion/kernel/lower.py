@@ -69,6 +69,19 @@ def matmul_align(op: MatmulOp) -> tuple[Align, Align]:
             align_to(b[:-2], space[:nb]) + (-1, len(b) - 1, len(b) - 2))
 
 
+_KERNELS: dict[Kernel, Kernel] = {}
+_MAX_KERNELS = 4096
+
+
+def _interned(kernel: Kernel) -> Kernel:
+    """The one object of each distinct kernel: the blocks of a plan that lower alike
+    share it, so the launch caches keyed by kernel find it by identity, never by a deep
+    comparison."""
+    if len(_KERNELS) >= _MAX_KERNELS:
+        _KERNELS.clear()
+    return _KERNELS.setdefault(kernel, kernel)
+
+
 def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
           reduced: tuple[bool, ...] = (), *, inplace: bool = True) -> Lowered:
     """One kernel for ``block`` (element-wise ops, a chain of reductions over the same
@@ -225,8 +238,8 @@ def lower(block: list[OperationIr], levels: list[Level], space: tuple[int, ...],
             and all(ld.dense or all(a == -1 for a in al or ())
                     for ld, al in zip(loads, load_align, strict=True)))
     matmul = any(isinstance(op, MatmulOp) for op in block)
-    kernel = Kernel(rank, tuple(loads), tuple(body), tuple(stores), tuple(scalars),
-                    tuple(reduces), reduced, vec4, matmul)
+    kernel = _interned(Kernel(rank, tuple(loads), tuple(body), tuple(stores),
+                              tuple(scalars), tuple(reduces), reduced, vec4, matmul))
     return Lowered(kernel, tuple(t for t in load_ids if t not in iotas), tuple(store_ids),
                    tuple(load_align), tuple(load_refs), tuple(store_align),
                    tuple(dict.fromkeys(frees)), tuple(scalar_refs), shape_from)
