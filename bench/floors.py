@@ -10,6 +10,9 @@
   group per trip, the dispatch + submit alone and an empty submit.
 * ``copy_bandwidth``: a WGSL vec4 copy kernel (one read, one write per element), K
   dispatches in one compute pass, timed by wall clock and by timestamp queries.
+* ``lag_beside_python``: the event loop's lateness (1 ms sleeps) beside a thread that runs
+  pure Python for a given share of the time: the floor the GIL puts under any executor
+  thread of Python, whatever it does.
 * ``thread_hop``: one hop to a persistent worker thread and back, as asyncio sees it
   (``queue.SimpleQueue`` + ``loop.call_soon_threadsafe``); beside it ``anyio.to_thread``
   and ``asyncio.sleep(0)``.
@@ -23,7 +26,9 @@ import argparse
 import asyncio
 import json
 import queue
+import sys
 import threading
+import time
 from typing import Any, Callable
 
 import anyio
@@ -263,6 +268,38 @@ async def thread_hop(warm_s: float, reps: int) -> dict[str, Any]:
         jobs.put(None)
         worker.join()
     return out
+
+
+async def lag_beside_python(seconds: float, duty: float, chunk_s: float = 0.002
+                            ) -> dict[str, Any]:
+    """p50/p99 lateness (ms) of 1 ms sleeps on the loop while another thread runs Python
+    bytecode ``duty`` of the time (in ``chunk_s`` bursts, sleeping between), under the
+    interpreter's switch interval as the caller left it."""
+    duty = min(max(duty, 0.01), 1.0)
+    stop = threading.Event()
+
+    def burn() -> None:
+        while not stop.is_set():
+            t0 = C.perf()
+            while C.perf() - t0 < chunk_s:
+                sum(range(64))
+            if duty < 1.0:
+                time.sleep(chunk_s * (1 - duty) / duty)
+
+    worker = threading.Thread(target=burn, name="floors-gil", daemon=True)
+    worker.start()
+    late: list[float] = []
+    try:
+        end = C.perf() + seconds
+        while C.perf() < end:
+            t0 = C.perf()
+            await anyio.sleep(0.001)
+            late.append((C.perf() - t0 - 0.001) * 1e3)
+    finally:
+        stop.set()
+        worker.join()
+    return {"duty": duty, "switch_interval_s": sys.getswitchinterval(), "ticks": len(late),
+            "p50_ms": C.percentile(late, 50), "p99_ms": C.percentile(late, 99)}
 
 
 def main() -> None:
