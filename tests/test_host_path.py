@@ -158,8 +158,9 @@ async def test_the_cache_budget_is_an_option():
 
 def test_the_wgpu_map_mode_reads_use_exists_and_submits_nothing():
     # Reads map their staging buffer through wgpu-py's "READ_NOSYNC" mode (no empty submit
-    # before the map, as map_sync does). It is internal to wgpu-py: if a release drops or
-    # changes it, this fails first.
+    # before the map, as map_sync does) and wait in the device's own poll
+    # (GPUDevice._poll_wait). Both are internal to wgpu-py: if a release drops or changes
+    # them, this fails first.
     import wgpu
 
     from asyncfusion.backends.wgpu.runtime import MAP_READ_NOSYNC, get_runtime, detach
@@ -192,6 +193,25 @@ def test_the_wgpu_map_mode_reads_use_exists_and_submits_nothing():
             queue_type.submit = real_submit
         np.testing.assert_array_equal(out.view(np.float32), np.arange(8, dtype=np.float32))
         assert MAP_READ_NOSYNC == "READ_NOSYNC"
+        # the read waits for the GPU by polling the device on its own thread
+        polls: list[bool] = []
+        device_type = type(dev)
+        real_poll = device_type._poll_wait
+
+        def counting_poll(self):
+            polls.append(True)
+            return real_poll(self)
+
+        device_type._poll_wait = counting_poll
+        try:
+            enc = dev.create_command_encoder()
+            enc.copy_buffer_to_buffer(src, 0, stage, 0, 32)
+            rt.queue.submit([enc.finish()])
+            again = rt.read_staging(stage, 32)
+        finally:
+            device_type._poll_wait = real_poll
+        assert polls == [True]
+        np.testing.assert_array_equal(again, out)
         stage.destroy()
         src.destroy()
     finally:

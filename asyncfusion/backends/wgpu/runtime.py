@@ -434,10 +434,16 @@ class Runtime:
         ``map_sync`` would first submit an empty command buffer (wgpu-py's guard for a
         buffer that no submission wrote yet); the copies into a staging buffer are always
         submitted before it is mapped, so the map goes through wgpu-py's own
-        ``"READ_NOSYNC"`` mode instead, which skips that submission (wgpu-py 0.32;
-        ``tests/test_host_path.py`` fails loudly if a wgpu release drops the mode)."""
+        ``"READ_NOSYNC"`` mode instead, which skips that submission. And rather than
+        sleep until wgpu-py's poller thread sees the GPU finish and hands the map's
+        callback over (two more thread wake-ups), this thread waits in
+        ``wgpuDevicePoll`` itself (wgpu-py's ``GPUDevice._poll_wait``), where the
+        callback runs. Both are wgpu-py 0.32 internals; ``tests/test_host_path.py``
+        fails loudly if a release drops or changes them."""
         size = max(4, -(-nbytes // 4) * 4)
-        gpu.map_async(MAP_READ_NOSYNC, 0, size).sync_wait()
+        promise = gpu.map_async(MAP_READ_NOSYNC, 0, size)
+        self.device._poll_wait()
+        promise.sync_wait()
         try:
             return np.frombuffer(gpu.read_mapped(0, size), dtype=np.uint8)
         finally:
