@@ -99,6 +99,19 @@ async def _product(dev, m, k, n):
     assert_close(got, a @ b, rtol=1e-4, atol=1e-4)
 
 
+@pytest.fixture
+def laid_out(monkeypatch):
+    """The plans of every matmul launch laid out (``MatmulLauncher.lay_out``), in order."""
+    plans: list[MatmulPlan] = []
+    lay_out = MatmulLauncher.lay_out
+
+    def spy(self, kernel, args, plan):
+        plans.append(plan)
+        return lay_out(self, kernel, args, plan)
+    monkeypatch.setattr(MatmulLauncher, "lay_out", spy)
+    return plans
+
+
 def _file(tmp_path):
     files = list(tmp_path.glob("matmul-*.json"))
     assert len(files) == 1
@@ -158,15 +171,9 @@ async def test_a_broken_tuning_file_is_ignored_with_a_warning_and_rewritten(tmp_
             assert dev.backend.tuner.runs == 2
 
 
-async def test_tuning_off_takes_the_default_plan_and_touches_no_file(tmp_path, few,
+async def test_tuning_off_takes_the_default_plan_and_touches_no_file(tmp_path, few, laid_out,
                                                                      monkeypatch):
-    plans: list[MatmulPlan] = []
-    lay_out = MatmulLauncher.lay_out
-
-    def spy(self, kernel, args, plan):
-        plans.append(plan)
-        return lay_out(self, kernel, args, plan)
-    monkeypatch.setattr(MatmulLauncher, "lay_out", spy)
+    plans = laid_out
     async with af.open_device(matmul_tune=False, tune_dir=tmp_path) as dev:
         await _product(dev, 40, 24, 40)
         assert not dev.backend.tuner.enabled and dev.backend.tuner.runs == 0
@@ -197,16 +204,10 @@ def test_tune_matmul_tunes_shapes_ahead_and_then_reads_them(tmp_path, few, capsy
     assert len(json.loads(_file(tmp_path).read_text())["classes"]) == 2
 
 
-async def test_a_repeated_launch_is_laid_out_once(monkeypatch):
+async def test_a_repeated_launch_is_laid_out_once(laid_out):
     """Plan, tiles, uniform words and WGSL are made on a launch's first run only: later
     launches of the same kernel and arguments reuse them (the executor's hot path)."""
-    calls: list[MatmulPlan] = []
-    lay_out = MatmulLauncher.lay_out
-
-    def spy(self, kernel, args, plan):
-        calls.append(plan)
-        return lay_out(self, kernel, args, plan)
-    monkeypatch.setattr(MatmulLauncher, "lay_out", spy)
+    calls = laid_out
     async with af.open_device(matmul_tune=False) as dev:
         for _ in range(3):
             await _product(dev, 12, 8, 20)
