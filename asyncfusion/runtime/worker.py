@@ -12,6 +12,7 @@ import asyncio
 import queue
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -63,7 +64,8 @@ class Worker:
         except RuntimeError:  # the loop that waited is closed: nobody is left to tell
             pass
         if self.idle is not None and self.jobs.empty():
-            self.idle()
+            time.sleep(0)  # the GIL to the loop thread first, which the result just woke:
+            self.idle()    # its readers wake before the idle work, not after
         return True
 
     def submit(self, fn: Callable[[], _T], done: Callable[[_T], object]) -> None:
