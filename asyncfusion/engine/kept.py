@@ -80,6 +80,8 @@ class KeptAlive:
                 continue
             self.warned.add((filename, lineno))
             to = next((r for r in readers if r.stream == stream), readers[0])
+            if to.kept is None:
+                to.kept = []
             to.kept.append((_message(out), filename, lineno))
 
 

@@ -67,7 +67,7 @@ class Done:
             await fut
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Request:
     """A read (``tensor`` set), a sync of every stream, or an ``empty_cache``, posted by
     one task. ``data`` and ``error`` are written by the executor thread, before ``done``."""
@@ -81,4 +81,4 @@ class Request:
     cancelled: bool = False
     sync: bool = False
     posted: float = 0.0  # when it was posted (anyio's clock), if rounds may wait
-    kept: list[tuple[str, str, int]] = field(default_factory=list)  # debug warnings to issue
+    kept: list[tuple[str, str, int]] | None = None  # debug mode: warnings to issue

@@ -224,7 +224,7 @@ class Device:
     async def _in_loop(self, stream: Hashable, tensor: Readable | None, sync: bool,
                        empty: bool = False,
                        settle: bool = True) -> np.ndarray | None:
-        if settle:
+        if settle and self.transfers.pending:
             await self.transfers.settle()
         return await self._server.request(Request(stream, tensor, empty), sync)
 

@@ -78,6 +78,12 @@ class Transfers:
         with self._lock:
             self._pending[id(t)] = weakref.ref(t)
 
+    @property
+    def pending(self) -> bool:
+        """Whether any copy may still wait to be settled (no lock: a hint for the fast
+        path of every read)."""
+        return bool(self._pending)
+
     def unsettled(self) -> list[Transfer]:
         if not self._pending:  # the common case, on every read: no lock
             return []
