@@ -5,7 +5,8 @@ the queries, one matmul against the transposed database, ``topk`` — as the exa
 writes it. Two asyncfusion timings, both with the raw database already on the device:
 
 * ``af_e2e``: the whole program (normalizing the database included) and both reads,
-  ``await values.to_data()`` and ``await indices.to_data()``: what a caller waits for.
+  ``await af.to_data(values, indices)`` (one round, as ``examples/service.py`` reads
+  them): what a caller waits for.
 * ``af_query``: the database normalized once up front (kept on the device), then per
   repetition the queries' part only: normalize, matmul, topk (two launches: the best of
   each segment of the scores, then of their candidates), reads — a search service.
@@ -105,13 +106,13 @@ async def run(args: Any) -> dict[str, Any]:
 
         async def e2e() -> np.ndarray:
             values, indices = af.topk(normalize(q) @ normalize(db).T, K, axis=-1)
-            await indices.to_data()
-            return await values.to_data()
+            got, _ = await af.to_data(values, indices)  # one round, as the service reads
+            return got
 
         async def query() -> np.ndarray:
             values, indices = af.topk(normalize(q) @ dbn.T, K, axis=-1)
-            await indices.to_data()
-            return await values.to_data()
+            got, _ = await af.to_data(values, indices)  # one round, as the service reads
+            return got
 
         for name, fn in (("af_e2e", e2e), ("af_query", query)):
             check(await fn(), want)
