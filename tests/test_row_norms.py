@@ -299,3 +299,25 @@ async def test_a_chained_reduction_past_the_binding_limit_opens_the_next_kernel(
         assert_close(await make().to_data(), (x * y).sum(-1) + z.sum(-1), rtol=RTOL,
                      atol=ATOL)
         assert await launches(dev, lambda: af.softmax(tx) * ty) == 1  # x, y, the result
+
+
+async def test_a_normalization_read_by_a_matmul_stays_one_kernel(dev):
+    # The division after the row sum is handed back to a later kernel only where that
+    # kernel computes it on read (element-wise work, a reduction); a matmul reads its
+    # operand stored, so the normalization stays whole: one kernel, then the product.
+    q_host = RNG.standard_normal((4, 64)).astype(np.float32)
+    db_host = RNG.standard_normal((96, 64)).astype(np.float32)
+    q, db = af.tensor(q_host, device=dev), af.tensor(db_host, device=dev)
+    await dev.sync()
+    dev.reset_stats()
+    scores = (q / (q * q).sum(-1, keepdims=True).sqrt()) @ db.T
+    got = await scores.to_data()
+    assert dev.stats().kernels == {"reduce[mul sum sqrt div]": 1, "matmul[matmul]": 1}
+    want = (q_host / np.sqrt((q_host * q_host).sum(-1, keepdims=True))) @ db_host.T
+    assert_close(got, want, rtol=RTOL, atol=1e-4)
+    dev.reset_stats()  # read by element-wise work instead: handed back, recomputed on read
+    shifted = (q / (q * q).sum(-1, keepdims=True).sqrt()) + 1.0
+    assert_close(await shifted.to_data(),
+                 q_host / np.sqrt((q_host * q_host).sum(-1, keepdims=True)) + 1.0,
+                 rtol=RTOL, atol=ATOL)
+    assert dev.stats().launches == 1

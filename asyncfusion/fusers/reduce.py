@@ -15,9 +15,11 @@ A reduction of other data that reads no result is a kernel of its own: chained, 
 row's passes would run one after another in one thread where separate kernels run side
 by side (K independent scorings of K databases are K kernels, not K / 3 of 3 passes).
 
-POST ops at the end whose results are only read by later ops are handed back (trimmed)
-when that leaves the kernel storing row values only: the next kernel recomputes them on
-read instead of this one writing them out whole.
+POST ops at the end whose results are only read by later element-wise ops or reductions
+are handed back (trimmed) when that leaves the kernel storing row values only: the next
+kernel recomputes them on read instead of this one writing them out whole. Where a
+matmul, a view or a custom kernel reads them, they stay (``normalize(q) @ db.T``: the
+normalization is one kernel, not a reduction and then a division of its own).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ __all__ = ["ReduceFuser", "MAX_CHAIN"]
 
 # Reductions one kernel chains (each takes a workgroup array of partials).
 MAX_CHAIN = 3
+_ON_READ = (ElementwiseOp, ReduceOp)  # readers whose kernels compute element work on read
 
 
 class ReduceFuser(BlockFuser):
@@ -165,6 +168,15 @@ class ReduceFuser(BlockFuser):
     def complete(self) -> bool:
         return self.reduce_at is not None and self.reduce_at < len(self.taken)
 
+    def _recomputable(self, pos: int) -> bool:
+        """Whether every later reader of op ``pos``'s result can compute it on read (an
+        element-wise op or a reduction: their kernels take element work in); a matmul,
+        a view or a custom kernel reads it stored, so handing it back would only cost
+        a kernel of its own."""
+        outs = {t.id for t in self.ops[pos].outputs()}
+        return all(type(op) in _ON_READ for op in self.ops[pos + 1:]
+                   if any(t.id in outs for t in op.inputs()))
+
     def finish(self, later_reads: Callable[[int], set[int]]) -> Candidate | None:
         if self.reduce_at is None:
             return None
@@ -176,7 +188,8 @@ class ReduceFuser(BlockFuser):
             k = max(k for k, p in enumerate(self.taken) if self.ops[p].fusible)
             pos = self.taken[k]
             if self.levels[k] is not Level.POST or type(self.ops[pos]) is ReduceOp or not any(
-                    t.id in later_reads(pos + 1) for t in self.ops[pos].outputs()):
+                    t.id in later_reads(pos + 1) for t in self.ops[pos].outputs()) or \
+                    not self._recomputable(pos):
                 break
             del self.taken[k:], self.levels[k:]
             self.computing -= 1
