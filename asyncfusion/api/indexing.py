@@ -171,10 +171,13 @@ def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True) -> tuple[Tenso
     if not 1 <= k <= n:
         raise ShapeError(f"topk: k={k} must be between 1 and the axis size {n} (axis {ax} "
                          f"of shape {x.shape})")
-    rows, back = _rows(x, ax)
     if k <= selection.max_k(x.device.backend, x.dtype):
+        if ax == x.ndim - 1:  # rows along the last axis, of any rank: no views around it
+            return selection.top_k(x, k, largest)
+        rows, back = _rows(x, ax)
         values, at = selection.top_k(rows, k, largest)
         return back(values), back(at)
+    rows, back = _rows(x, ax)
     # more than a workgroup's memory keeps
     if x.dtype in sorting.SORTABLE:
         at = sorting.top_positions(rows, k, largest)

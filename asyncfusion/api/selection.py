@@ -36,6 +36,7 @@ import numpy as np
 
 from .._core.dtype import DType
 from ..extend.custom_kernel import CustomKernel, Spec, custom_kernel
+from ..ir import numel
 from ..lazy.tensor import Tensor
 from .sortkeys import KIND, keys_np, wgsl_key
 
@@ -320,18 +321,21 @@ def _twin(v: _Variant) -> Callable[..., tuple[np.ndarray, np.ndarray]]:
         key, idx = _best_np(key, idx, seg, segs, k)
         if not v.last:
             return key.reshape(-1), idx.reshape(-1)
-        src = args[0 if v.first else 2].reshape(rows, n)
-        return np.take_along_axis(src, idx.astype(np.int64), 1), idx.astype(np.int32)
+        src = args[0 if v.first else 2]
+        shape = src.shape[:-1] + (k,)
+        values = np.take_along_axis(src.reshape(rows, n), idx.astype(np.int64), 1)
+        return values.reshape(shape), idx.astype(np.int32).reshape(shape)
     return run
 
 
 def _outputs(v: _Variant) -> Callable[..., list[tuple[tuple[int, ...], DType | str]]]:
     def rule(*args: Any) -> list[tuple[tuple[int, ...], DType | str]]:
         groups, k = args[-5], args[-4]
-        if v.last:  # one segment a row: groups are the rows
+        if v.last:  # one segment a row: groups are the rows, laid out as the source's
             src = args[0 if v.first else 2]
             assert isinstance(src, Spec)
-            return [((groups, k), src.dtype), ((groups, k), "int32")]
+            shape = src.shape[:-1] + (k,)
+            return [(shape, src.dtype), (shape, "int32")]
         return [((groups * k,), "uint64" if v.wide else "uint32"), ((groups * k,), "uint32")]
     return rule
 
@@ -350,10 +354,12 @@ def _kernel(v: _Variant) -> CustomKernel:
 
 
 def top_k(rows: Tensor, k: int, largest: bool) -> tuple[Tensor, Tensor]:
-    """The ``k`` best values of each row of the 2-D ``rows`` and their positions (int32),
-    best first, ties by lower position, NaN the largest value; ``k`` at most
-    :func:`max_k`. One launch a level of :func:`plan`."""
-    r, n = rows.shape
+    """The ``k`` best values of each row (along the last axis) of ``rows`` and their
+    positions (int32), best first, ties by lower position, NaN the largest value, shaped
+    like ``rows`` with ``k`` last; ``k`` at most :func:`max_k`. One launch a level of
+    :func:`plan`."""
+    n = rows.shape[-1]
+    r = numel(rows.shape) // n
     kind = KIND[rows.dtype]
     seg, lengths = plan(n, k)
     mode = 3 if largest else 0  # descending with NaN first; ascending with NaN last
