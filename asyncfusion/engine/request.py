@@ -6,7 +6,7 @@ import asyncio
 import sys
 from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -32,6 +32,16 @@ class Readable(Protocol):
     def layout(self) -> Layout | None: ...
 
 
+class _Event(Protocol):
+    """trio's Event, as far as a request uses it."""
+
+    def set(self) -> None: ...
+
+    def is_set(self) -> bool: ...
+
+    async def wait(self) -> None: ...
+
+
 class Done:
     """A request's one-shot completion, on the running loop's own primitive: an asyncio
     future, or a trio Event (an ``anyio.Event`` costs ~4.5 µs to make, set and await on
@@ -42,7 +52,7 @@ class Done:
     def __init__(self) -> None:
         loop = asyncio._get_running_loop()
         self._fut: asyncio.Future[None] | None = None
-        self._event: Any = None
+        self._event: _Event | None = None
         if loop is not None:
             self._fut = loop.create_future()
         else:  # trio: a request is only made inside a running event loop
@@ -51,17 +61,22 @@ class Done:
     def set(self) -> None:
         fut = self._fut
         if fut is None:
+            assert self._event is not None
             self._event.set()
         elif not fut.done():  # cancelled with its waiter: nothing left to tell
             fut.set_result(None)
 
     def is_set(self) -> bool:
         fut = self._fut
-        return self._event.is_set() if fut is None else fut.done()
+        if fut is None:
+            assert self._event is not None
+            return self._event.is_set()
+        return fut.done()
 
     async def wait(self) -> None:
         fut = self._fut
         if fut is None:
+            assert self._event is not None
             await self._event.wait()
         else:
             await fut
