@@ -204,14 +204,19 @@ def test_the_wgpu_map_mode_reads_use_exists_and_submits_nothing():
 
         device_type._poll_wait = counting_poll
         try:
-            enc = dev.create_command_encoder()
-            enc.copy_buffer_to_buffer(src, 0, stage, 0, 32)
-            rt.queue.submit([enc.finish()])
-            again = rt.read_staging(stage, 32)
+            for users in (1, 2):  # one device on the runtime polls; with another, the poller
+                rt.users, was = users, rt.users
+                try:
+                    enc = dev.create_command_encoder()
+                    enc.copy_buffer_to_buffer(src, 0, stage, 0, 32)
+                    rt.queue.submit([enc.finish()])
+                    again = rt.read_staging(stage, 32)
+                finally:
+                    rt.users = was
+                np.testing.assert_array_equal(again, out)
         finally:
             device_type._poll_wait = real_poll
         assert polls == [True]
-        np.testing.assert_array_equal(again, out)
         stage.destroy()
         src.destroy()
     finally:
