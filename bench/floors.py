@@ -1,4 +1,4 @@
-"""Floors measured without asyncfusion, for the scoreboard's peers (``bench/scoreboard.py``).
+"""Floors measured without asyncfusion's runtime, for the scoreboard's peers (``bench/scoreboard.py``).
 
 * ``RawGpu``: a wgpu device of its own (the adapter wgpu prefers, "timestamp-query"
   where offered, the adapter's largest buffers).
@@ -7,7 +7,9 @@
   persistent staging buffer, submit, map with ``map_async("READ_NOSYNC")`` (wgpu-py's
   internal mode: no empty submit before the map; ``map_sync`` where that raises), read,
   unmap; once waited for by wgpu-py's poller thread, once by this thread polling the
-  device itself (the floor is the faster). Beside it the same trip with ``map_sync``, with a new staging buffer and bind
+  device itself, and once mapped, waited for and unmapped through wgpu-native's C API
+  directly (``asyncfusion.backends.wgpu.mapping``: four C calls, nothing of the runtime),
+  which is how asyncfusion's reads map; the floor is the fastest. Beside it the same trip with ``map_sync``, with a new staging buffer and bind
   group per trip, the dispatch + submit alone and an empty submit.
 * ``copy_bandwidth``: a WGSL vec4 copy kernel (one read, one write per element), K
   dispatches in one compute pass, timed by wall clock and by timestamp queries.
@@ -37,6 +39,7 @@ import numpy as np
 import wgpu
 
 import _common as C
+from asyncfusion.backends.wgpu.mapping import native_map
 
 _STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 _STAGING = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST
@@ -123,7 +126,8 @@ class RawGpu:
 
 def best_trip_us(floor: dict[str, Any]) -> tuple[str, float]:
     """(variant, median µs) of the faster full raw trip of ``roundtrip_floor``."""
-    name = min(("persistent_nosync", "persistent_nosync_poll"),
+    name = min((k for k in ("persistent_nosync", "persistent_nosync_poll",
+                            "persistent_native_map") if k in floor),
                key=lambda k: floor[k]["median_us"])
     return name, floor[name]["median_us"]
 
@@ -149,29 +153,39 @@ def roundtrip_floor(raw: RawGpu, warm_s: float, reps: int) -> dict[str, Any]:
             enc.copy_buffer_to_buffer(b, 0, staging, 0, 16)
         raw.queue.submit([enc.finish()])
 
-    def trip(staging: Any, bind_group: Any, nosync: bool, poll: bool = False) -> np.ndarray:
+    native = native_map(raw.device)
+
+    def trip(staging: Any, bind_group: Any, how: str) -> np.ndarray:
+        """One trip; ``how`` the staging buffer is mapped: "sync" (``map_sync``), "nosync"
+        (READ_NOSYNC, the poller waits), "poll" (READ_NOSYNC, this thread polls),
+        "native" (wgpu-native's C API)."""
         encode(staging, bind_group)
-        if nosync:
-            raw.map_read(staging, poll)
-        else:
+        if how == "native":
+            assert native is not None
+            return native.read(staging, 16).view(np.float32)
+        if how == "sync":
             staging.map_sync(wgpu.MapMode.READ)
+        else:
+            raw.map_read(staging, how == "poll")
         out = np.frombuffer(staging.read_mapped(copy=True), np.float32)
         staging.unmap()
         return out
 
-    def fresh(nosync: bool) -> None:
+    def fresh() -> None:
         staging = raw.device.create_buffer(size=16, usage=_STAGING)
-        trip(staging, raw.bind(pipe, a, b), nosync)
+        trip(staging, raw.bind(pipe, a, b), "sync")
         staging.destroy()
 
-    got = trip(kept, group, True)
+    got = trip(kept, group, "nosync")
     if got.tolist() != [0.0, 2.0, 4.0, 6.0]:
         raise AssertionError(f"raw round trip read {got.tolist()}, expected [0, 2, 4, 6]")
     variants: dict[str, Callable[[], Any]] = {
-        "persistent_nosync": lambda: trip(kept, group, True),
-        "persistent_nosync_poll": lambda: trip(kept, group, True, True),
-        "persistent_map_sync": lambda: trip(kept, group, False),
-        "new_staging_map_sync": lambda: fresh(False),
+        "persistent_nosync": lambda: trip(kept, group, "nosync"),
+        "persistent_nosync_poll": lambda: trip(kept, group, "poll"),
+        **({"persistent_native_map": lambda: trip(kept, group, "native")}
+           if native is not None else {}),
+        "persistent_map_sync": lambda: trip(kept, group, "sync"),
+        "new_staging_map_sync": fresh,
         "dispatch_submit": lambda: encode(None, group),
         "empty_submit": lambda: raw.queue.submit([raw.device.create_command_encoder().finish()]),
     }

@@ -156,69 +156,88 @@ async def test_the_cache_budget_is_an_option():
             pass
 
 
-def test_the_wgpu_map_mode_reads_use_exists_and_submits_nothing():
-    # Reads map their staging buffer through wgpu-py's "READ_NOSYNC" mode (no empty submit
-    # before the map, as map_sync does) and wait in the device's own poll
-    # (GPUDevice._poll_wait). Both are internal to wgpu-py: if a release drops or changes
-    # them, this fails first.
+def test_reads_map_through_wgpu_natives_c_api_and_submit_nothing():
+    # With one device on the runtime, a read maps its staging buffer through wgpu-native's
+    # C API on the executor thread (mapping.NativeMap): no empty submit before the map (as
+    # map_sync makes), no wgpu-py map_async (which wakes its poller thread). With several
+    # devices on the runtime, it maps through wgpu-py's internal "READ_NOSYNC" mode. Both
+    # rest on wgpu-py internals: if a release drops or changes them, this fails first.
     import wgpu
 
+    from asyncfusion.backends.wgpu.mapping import NativeMap
     from asyncfusion.backends.wgpu.runtime import MAP_READ_NOSYNC, get_runtime, detach
 
     rt = get_runtime()
     try:
         dev = rt.device
+        assert isinstance(rt._native, NativeMap)  # the internals it needs are there
+        assert MAP_READ_NOSYNC == "READ_NOSYNC"
         src = dev.create_buffer_with_data(
             data=np.arange(8, dtype=np.float32).tobytes(), usage=wgpu.BufferUsage.COPY_SRC)
         stage = rt.create_staging(32)
-        enc = dev.create_command_encoder()
-        enc.copy_buffer_to_buffer(src, 0, stage, 0, 32)
-        rt.queue.submit([enc.finish()])
         submits: list[object] = []
-        queue_type = type(rt.queue)
-        real_submit = queue_type.submit
+        maps: list[object] = []
+        queue_type, buffer_type = type(rt.queue), type(stage)
+        real_submit, real_map = queue_type.submit, buffer_type.map_async
 
         def counting(self, buffers):
             submits.append(buffers)
             return real_submit(self, buffers)
 
-        queue_type.submit = counting
-        try:
-            out = rt.read_staging(stage, 32)
-            assert submits == []  # the map itself submitted nothing
-            stage.map_sync(wgpu.MapMode.READ)  # the mode it replaces does submit
-            stage.unmap()
-            assert len(submits) == 1
-        finally:
-            queue_type.submit = real_submit
-        np.testing.assert_array_equal(out.view(np.float32), np.arange(8, dtype=np.float32))
-        assert MAP_READ_NOSYNC == "READ_NOSYNC"
-        # the read waits for the GPU by polling the device on its own thread
-        polls: list[bool] = []
-        device_type = type(dev)
-        real_poll = device_type._poll_wait
+        def counting_map(self, mode, *args):
+            maps.append(mode)
+            return real_map(self, mode, *args)
 
-        def counting_poll(self):
-            polls.append(True)
-            return real_poll(self)
-
-        device_type._poll_wait = counting_poll
-        try:
-            for users in (1, 2):  # one device on the runtime polls; with another, the poller
-                rt.users, was = users, rt.users
-                try:
-                    enc = dev.create_command_encoder()
-                    enc.copy_buffer_to_buffer(src, 0, stage, 0, 32)
-                    rt.queue.submit([enc.finish()])
-                    again = rt.read_staging(stage, 32)
-                finally:
-                    rt.users = was
-                np.testing.assert_array_equal(again, out)
-        finally:
-            device_type._poll_wait = real_poll
-        assert polls == [True]
+        want = np.arange(8, dtype=np.float32)
+        for users, mapped in ((1, []), (2, [MAP_READ_NOSYNC])):
+            enc = dev.create_command_encoder()
+            enc.copy_buffer_to_buffer(src, 0, stage, 0, 32)
+            rt.queue.submit([enc.finish()])
+            queue_type.submit, buffer_type.map_async = counting, counting_map
+            rt.users, was = users, rt.users
+            try:
+                out = rt.read_staging(stage, 32)
+            finally:
+                queue_type.submit, buffer_type.map_async = real_submit, real_map
+                rt.users = was
+            np.testing.assert_array_equal(out.view(np.float32), want)
+            assert submits == [] and maps == mapped, (users, submits, maps)
+            maps.clear()
+        stage.map_sync(wgpu.MapMode.READ)  # the public mode it replaces does submit first
+        stage.unmap()
         stage.destroy()
         src.destroy()
+    finally:
+        detach(rt)
+
+
+def test_a_native_map_that_fails_validation_raises_and_the_next_read_works():
+    import wgpu
+
+    from asyncfusion.backends.wgpu.mapping import native_map
+    from asyncfusion.backends.wgpu.runtime import get_runtime, detach
+
+    rt = get_runtime()
+    try:
+        dev = rt.device
+        native = native_map(dev)
+        assert native is not None
+        src = dev.create_buffer_with_data(
+            data=np.arange(8, dtype=np.float32).tobytes(), usage=wgpu.BufferUsage.COPY_SRC)
+        stage, storage = rt.create_staging(32), rt.create_storage(32)
+        with pytest.raises(wgpu.GPUValidationError, match="MAP_READ"):
+            native.read(storage, 32)  # not a mappable buffer
+        stage.map_sync(wgpu.MapMode.READ)
+        with pytest.raises(wgpu.GPUValidationError, match="already mapped"):
+            native.read(stage, 32)
+        stage.unmap()
+        enc = dev.create_command_encoder()
+        enc.copy_buffer_to_buffer(src, 0, stage, 0, 32)
+        rt.queue.submit([enc.finish()])
+        np.testing.assert_array_equal(native.read(stage, 32).view(np.float32),
+                                      np.arange(8, dtype=np.float32))
+        for buf in (src, stage, storage):
+            buf.destroy()
     finally:
         detach(rt)
 

@@ -21,6 +21,7 @@ import wgpu
 
 from ..._core.errors import DeviceClosedError, DeviceLostError, NoAdapterError
 from .adapters import request as request_adapter
+from .mapping import native_map
 from .timing import GpuTimer, TimedSlot, timestamp_period
 
 __all__ = ["Runtime", "Buffer", "get_runtime", "detach", "MAX_PIPELINES", "MAX_PIPELINES_CPU"]
@@ -151,6 +152,7 @@ class Runtime:
         self.max_pipelines = MAX_PIPELINES_CPU if cpu else MAX_PIPELINES
         self._groups: dict[tuple[Hashable, ...], wgpu.GPUBindGroup] = {}
         self.pipelines_created = 0
+        self._native = native_map(self.device)  # None: reads map through wgpu-py
         self.folds_cancellation = self._folds_cancellation()
         self.fused_fma = self._fused_fma()
         self.timestamp_period = timestamp_period(self.queue)
@@ -431,21 +433,18 @@ class Runtime:
         """The first ``nbytes`` of a staging buffer, as a fresh host array, once the work
         submitted so far (which wrote it) is done. Blocks: executor thread only.
 
-        ``map_sync`` would first submit an empty command buffer (wgpu-py's guard for a
-        buffer that no submission wrote yet); the copies into a staging buffer are always
-        submitted before it is mapped, so the map goes through wgpu-py's own
-        ``"READ_NOSYNC"`` mode instead, which skips that submission. And rather than
-        sleep until wgpu-py's poller thread sees the GPU finish and hands the map's
-        callback over (two more thread wake-ups), this thread waits in
-        ``wgpuDevicePoll`` itself (wgpu-py's ``GPUDevice._poll_wait``), where the
-        callback runs. That wait covers everything submitted so far, so where several
-        devices share this runtime (whose later submissions it would wait for too) the
-        map is left to the poller. Both are wgpu-py 0.32 internals;
-        ``tests/test_host_path.py`` fails loudly if a release drops or changes them."""
+        Where one asyncfusion device uses this runtime, the read maps, waits and unmaps
+        through wgpu-native's C API on this thread (``mapping.NativeMap``): no empty
+        submission first, the wait in ``wgpuDevicePoll`` itself (the map's callback runs
+        there), no wake-up of wgpu-py's poller thread. That wait covers everything
+        submitted so far, so where several devices share the runtime (whose later
+        submissions it would wait for too) the map goes through wgpu-py's
+        ``map_async("READ_NOSYNC")`` and its poller instead. Both use wgpu-py 0.32
+        internals; ``tests/test_host_path.py`` fails loudly if a release changes them."""
         size = max(4, -(-nbytes // 4) * 4)
+        if self.users <= 1 and self._native is not None:
+            return self._native.read(gpu, size)
         promise = gpu.map_async(MAP_READ_NOSYNC, 0, size)
-        if self.users <= 1:  # shared, the wait would include other devices' later work
-            self.device._poll_wait()
         promise.sync_wait()
         try:
             return np.frombuffer(gpu.read_mapped(0, size), dtype=np.uint8)

@@ -1,0 +1,110 @@
+"""Reading a staging buffer back through wgpu-native's C API, on the calling thread.
+
+wgpu-py's ``GPUBuffer.map_async`` wakes its poller thread for every map (a token and a
+``threading.Event``), builds a promise and a callback per call, and wraps each C call in
+its error capture: on a 16-byte round trip that is about a third of the time. A
+:class:`NativeMap` keeps one C callback and one callback-info struct for its device and
+makes the four calls a read needs itself: ``wgpuBufferMapAsync`` (READ, no empty submit
+first), ``wgpuDevicePoll`` with wait (the map's callback runs inside it, on this thread),
+``wgpuBufferGetConstMappedRange`` and ``wgpuBufferUnmap``. Calls that can fail validation
+go through wgpu-py's checked wrappers (``_api.libf``), so a bad map still raises.
+
+These are internals of wgpu-py 0.32 (``wgpu.backends.wgpu_native._api.libf`` and ``_ffi``)
+and of wgpu-native's C API (``WGPUBufferMapCallbackInfo``); :func:`native_map` returns
+None where they are missing, and the runtime then maps through ``map_async``.
+``tests/test_host_path.py`` fails loudly when a release changes them.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+import numpy as np
+import wgpu
+
+__all__ = ["NativeMap", "native_map"]
+
+_SETTLE_S = 5.0  # how long a callback taken by another thread's poll may take to land
+
+
+class _Native(Protocol):
+    """A wgpu-py object with its wgpu-native handle (``GPUBuffer``, ``GPUDevice``)."""
+
+    _internal: object
+
+
+class NativeMap:
+    """Maps, copies out and unmaps staging buffers of one device, on the caller's thread.
+
+    One read at a time (the device's executor thread): the callback's status lives on the
+    object. Where another thread polls the device too (wgpu-py's poller, for a promise of
+    its own), the callback may run there; the read then waits for it to land.
+    """
+
+    def __init__(self, device: _Native) -> None:
+        from wgpu.backends.wgpu_native import _api, _ffi  # noqa: PLC0415 - internals
+
+        ffi, lib = _ffi.ffi, _ffi.lib
+        self._ffi = ffi
+        self._libf = _api.libf
+        self._device = device._internal
+        self._read_mode = lib.WGPUMapMode_Read
+        self._success = lib.WGPUMapAsyncStatus_Success
+        self._view_text = _api.from_c_string_view
+        self._status: int | None = None
+        self._message = ""
+        self._seq = 0  # the current read's number, handed to its callback
+
+        @ffi.callback("void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)")
+        def mapped(status: int, message: object, seq: object, _u2: object) -> None:
+            if int(ffi.cast("uintptr_t", seq)) != self._seq:
+                return  # the late callback of a map that failed validation
+            if status != self._success:
+                self._message = self._view_text(message) or ""
+            self._status = status
+
+        self._mapped = mapped  # the C callback lives as long as this object
+        self._info = ffi.new("WGPUBufferMapCallbackInfo *", {
+            "mode": lib.WGPUCallbackMode_AllowProcessEvents, "callback": mapped})
+
+    def read(self, gpu: wgpu.GPUBuffer, size: int) -> np.ndarray:
+        """The first ``size`` bytes (a multiple of 4) of ``gpu``, a MAP_READ buffer that
+        no one has mapped, as a fresh array, once the work submitted so far is done."""
+        libf, handle = self._libf, gpu._internal
+        self._status = None
+        self._seq += 1
+        self._info.userdata1 = self._ffi.cast("void *", self._seq)
+        libf.wgpuBufferMapAsync(handle, self._read_mode, 0, size, self._info[0])
+        libf.wgpuDevicePoll(self._device, True, self._ffi.NULL)
+        if self._status is None:
+            self._settle()
+        if self._status != self._success:
+            raise RuntimeError(f"could not map a staging buffer for reading (status "
+                               f"{self._status}: {self._message})")
+        try:
+            ptr = libf.wgpuBufferGetConstMappedRange(handle, 0, size)
+            if ptr == self._ffi.NULL:
+                raise RuntimeError("wgpu-native gave no mapped range for a mapped buffer")
+            return np.frombuffer(self._ffi.buffer(ptr, size), dtype=np.uint8).copy()
+        finally:
+            libf.wgpuBufferUnmap(handle)
+
+    def _settle(self) -> None:
+        """The map's callback ran, or is running, on a thread that polled before this
+        one: wait until it has landed (polling too, in case no one else does)."""
+        deadline = time.monotonic() + _SETTLE_S
+        while self._status is None:
+            if time.monotonic() > deadline:
+                raise RuntimeError("a staging buffer's map never completed")
+            self._libf.wgpuDevicePoll(self._device, False, self._ffi.NULL)
+            time.sleep(0)
+
+
+def native_map(device: wgpu.GPUDevice) -> NativeMap | None:
+    """A :class:`NativeMap` for ``device``, or None where wgpu-py's internals it needs are
+    not there (another wgpu-py release, another backend)."""
+    try:
+        return NativeMap(device)
+    except Exception:  # noqa: BLE001 - internals moved: the caller maps through wgpu-py
+        return None
