@@ -299,6 +299,25 @@ async def test_a_repeated_launch_is_prepared_once_and_its_encoder_begun_between_
     assert len(prepared) == 1  # a new scalar is a new launch to prepare
 
 
+async def test_a_round_submits_its_dispatches_as_soon_as_they_bind_enough_bytes(plain):
+    # Large work goes to the GPU while the round encodes the rest: a submission once the
+    # encoded dispatches bind bytes_per_submit (each launch here binds 128 KiB).
+    x = af.tensor(np.ones(1 << 14, np.float32), device=plain)
+    await plain.sync()
+    rt = plain.backend.rt
+    default = rt.bytes_per_submit
+    try:
+        for limit, submissions in ((default, 1), (128 << 10, 4)):
+            rt.bytes_per_submit = limit
+            plain.reset_stats()
+            got = await (((x * 2.0) + 1.0) * 3.0).to_data()
+            stats = plain.stats()
+            assert stats.launches == 3 and stats.submissions == submissions, (limit, stats)
+            np.testing.assert_array_equal(got, np.full(1 << 14, 9.0, np.float32))
+    finally:
+        rt.bytes_per_submit = default  # the runtime outlives this device
+
+
 async def test_no_encoder_is_begun_ahead_while_a_gpu_timer_runs(dev):
     x = af.tensor(np.ones(64, np.float32), device=dev)
     await (x + 1.0).to_data()

@@ -276,9 +276,10 @@ class WgpuBackend:
         return wgsl, param_bytes(kernel, args, head), threads
 
     def _maybe_flush(self) -> None:
-        if self.batch.dispatches >= self.rt.dispatches_per_submit:
-            # Submit long rounds in pieces: the GPU starts while we encode the rest, and
-            # lavapipe slows down for good after a submission of ~10k dispatches.
+        batch, rt = self.batch, self.rt
+        if batch.dispatches >= rt.dispatches_per_submit or batch.bound >= rt.bytes_per_submit:
+            # Submit long or large rounds in pieces: the GPU starts while we encode the
+            # rest, and lavapipe slows down for good after a submission of ~10k dispatches.
             self.flush()
 
     @staticmethod
@@ -327,8 +328,7 @@ class WgpuBackend:
             self.rt.dispatch(self.batch, wgsl, storage, params.astype(np.uint32).tobytes(), 0,
                              groups)
             self.counters.launch(title)
-            if self.batch.dispatches >= self.rt.dispatches_per_submit:
-                self.flush()
+            self._maybe_flush()
 
     def flush(self) -> None:
         assert_off_loop("queue.submit")
