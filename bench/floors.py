@@ -8,7 +8,7 @@
   internal mode: no empty submit before the map; ``map_sync`` where that raises), read,
   unmap; once waited for by wgpu-py's poller thread, once by this thread polling the
   device itself, and once mapped, waited for and unmapped through wgpu-native's C API
-  directly (``asyncfusion.backends.wgpu.mapping``: four C calls, nothing of the runtime),
+  directly (``asyncfusion.backends.wgpu.native``: four C calls, nothing of the runtime),
   which is how asyncfusion's reads map; the floor is the fastest. Beside it the same trip with ``map_sync``, with a new staging buffer and bind
   group per trip, the dispatch + submit alone and an empty submit.
 * ``copy_bandwidth``: a WGSL vec4 copy kernel (one read, one write per element), K
@@ -39,7 +39,7 @@ import numpy as np
 import wgpu
 
 import _common as C
-from asyncfusion.backends.wgpu.mapping import native_map
+from asyncfusion.backends.wgpu.native import native_map
 
 _STORAGE = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
 _STAGING = wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST

@@ -156,21 +156,22 @@ async def test_the_cache_budget_is_an_option():
             pass
 
 
-def test_reads_map_through_wgpu_natives_c_api_and_submit_nothing():
+def test_reads_and_dispatches_go_through_wgpu_natives_c_api_and_reads_submit_nothing():
     # With one device on the runtime, a read maps its staging buffer through wgpu-native's
-    # C API on the executor thread (mapping.NativeMap): no empty submit before the map (as
+    # C API on the executor thread (native.NativeMap): no empty submit before the map (as
     # map_sync makes), no wgpu-py map_async (which wakes its poller thread). With several
     # devices on the runtime, it maps through wgpu-py's internal "READ_NOSYNC" mode. Both
     # rest on wgpu-py internals: if a release drops or changes them, this fails first.
     import wgpu
 
-    from asyncfusion.backends.wgpu.mapping import NativeMap
+    from asyncfusion.backends.wgpu.native import NativeMap, NativePass
     from asyncfusion.backends.wgpu.runtime import MAP_READ_NOSYNC, get_runtime, detach
 
     rt = get_runtime()
     try:
         dev = rt.device
-        assert isinstance(rt._native, NativeMap)  # the internals it needs are there
+        assert isinstance(rt._native, NativeMap)  # the internals they need are there
+        assert isinstance(rt._pass, NativePass)  # (dispatches: every launch's test uses it)
         assert MAP_READ_NOSYNC == "READ_NOSYNC"
         src = dev.create_buffer_with_data(
             data=np.arange(8, dtype=np.float32).tobytes(), usage=wgpu.BufferUsage.COPY_SRC)
@@ -214,7 +215,7 @@ def test_reads_map_through_wgpu_natives_c_api_and_submit_nothing():
 def test_a_native_map_that_fails_validation_raises_and_the_next_read_works():
     import wgpu
 
-    from asyncfusion.backends.wgpu.mapping import native_map
+    from asyncfusion.backends.wgpu.native import native_map
     from asyncfusion.backends.wgpu.runtime import get_runtime, detach
 
     rt = get_runtime()

@@ -21,7 +21,7 @@ import wgpu
 
 from ..._core.errors import DeviceClosedError, DeviceLostError, NoAdapterError
 from .adapters import request as request_adapter
-from .mapping import native_map
+from .native import NativePass, native_map, native_pass
 from .timing import GpuTimer, TimedSlot, timestamp_period
 
 __all__ = ["Runtime", "Buffer", "get_runtime", "detach", "MAX_PIPELINES", "MAX_PIPELINES_CPU"]
@@ -78,6 +78,7 @@ class _Batch:
     dispatches: int = 0
     bound: int = 0  # bytes its dispatches bind (loads and stores), a measure of GPU work
     timed: TimedSlot | None = None  # the timestamp queries of its passes (a GpuTimer's)
+    offset: object = None  # its dispatches' dynamic-offset cell (native.NativePass)
     # an encoder with its compute pass begun between rounds (Runtime.prepare), taken by
     # the next round's first command: off the path of the round that waits for it
     spare: tuple[wgpu.GPUCommandEncoder, wgpu.GPUComputePassEncoder] | None = None
@@ -159,6 +160,7 @@ class Runtime:
         self._groups: dict[tuple[Hashable, ...], wgpu.GPUBindGroup] = {}
         self.pipelines_created = 0
         self._native = native_map(self.device)  # None: reads map through wgpu-py
+        self._pass: NativePass | None = native_pass()  # None: wgpu-py encodes dispatches
         self.folds_cancellation = self._folds_cancellation()
         self.fused_fma = self._fused_fma()
         self.timestamp_period = timestamp_period(self.queue)
@@ -312,7 +314,12 @@ class Runtime:
         """Encode one dispatch of ``threads`` (in workgroups of the runtime's size), or of
         ``groups`` workgroups as given (a user's kernel, of its own workgroup size);
         ``data`` is the uniform block (binding 0)."""
-        pipe, bgl = self.pipeline(wgsl, [access for _, access in storage])
+        hit = self._pipelines.get(wgsl)  # the hit path of pipeline(), inlined: a launch's
+        if hit is None:                  # hot path (the accesses list only for a miss)
+            hit = self.pipeline(wgsl, [access for _, access in storage])
+        else:
+            self._pipelines.move_to_end(wgsl)
+        pipe, bgl = hit
         size = -(-len(data) // 16) * 16
         if batch.used + size > _ARENA:
             batch.arena += 1
@@ -325,8 +332,8 @@ class Runtime:
         off = batch.used
         host[off:off + len(data)] = data
         batch.used = -(-(off + size) // self.uniform_align) * self.uniform_align
-        key = (bgl, arena, size) + tuple(
-            x for b, _ in storage for x in (b.gpu, b.offset, b.capacity))
+        key = (bgl, arena, size,
+               *[x for b, _ in storage for x in (b.gpu, b.offset, b.capacity)])
         group = self._groups.get(key)
         if group is None:
             entries = [{"binding": 0, "resource": {"buffer": arena, "offset": 0, "size": size}}]
@@ -344,9 +351,16 @@ class Runtime:
             if batch.cpass is None:
                 batch.cpass = self._begin_pass(batch, enc)
         cp = batch.cpass
-        cp.set_pipeline(pipe)
-        cp.set_bind_group(0, group, [off])
-        cp.dispatch_workgroups(*(groups or self.grid(threads)))
+        x, y, z = groups or (*self.grid(threads), 1)
+        native = self._pass
+        if native is not None:
+            if batch.offset is None:
+                batch.offset = native.offset_cell()
+            native.dispatch(cp, pipe, group, batch.offset, off, x, y, z)
+        else:
+            cp.set_pipeline(pipe)
+            cp.set_bind_group(0, group, [off])
+            cp.dispatch_workgroups(x, y, z)
         batch.dispatches += 1
         batch.bound += sum([b.nbytes for b, _ in storage])
 
@@ -442,7 +456,7 @@ class Runtime:
         submitted so far (which wrote it) is done. Blocks: executor thread only.
 
         Where one asyncfusion device uses this runtime, the read maps, waits and unmaps
-        through wgpu-native's C API on this thread (``mapping.NativeMap``): no empty
+        through wgpu-native's C API on this thread (``native.NativeMap``): no empty
         submission first, the wait in ``wgpuDevicePoll`` itself (the map's callback runs
         there), no wake-up of wgpu-py's poller thread. That wait covers everything
         submitted so far, so where several devices share the runtime (whose later
