@@ -53,31 +53,34 @@ class BufferPool:
         batch, not by an upload) allows a buffer retired in this batch."""
         self._faults.check("alloc")
         cap = size_class(nbytes)
-        with self._lock:
+        with self._lock:  # a hit takes the lock once
             retired = self._retired.get(cap) if ordered else None
             if retired:
                 buf = retired.pop()
                 buf.nbytes = nbytes
                 return buf
             free = self._free.get(cap)
-            gpu = free.pop() if free else None
-            if gpu is not None:
+            if free:
                 self.pooled -= 1
                 self.pooled_bytes -= cap
-        if gpu is None:
-            try:
-                gpu = self._create(cap)
-            except Exception:  # noqa: BLE001 - out of memory: give the pool back, retry once
-                self.empty()
-                gpu = self._create(cap)
-            with self._lock:
-                self.allocations += 1
+                self._count_live(cap)
+                return Buffer(free.pop(), cap, nbytes)
+        try:
+            gpu = self._create(cap)
+        except Exception:  # noqa: BLE001 - out of memory: give the pool back, retry once
+            self.empty()
+            gpu = self._create(cap)
         with self._lock:
-            self.live += 1
-            self.live_bytes += cap
-            if self.live_bytes > self.peak_bytes:
-                self.peak_bytes = self.live_bytes
+            self.allocations += 1
+            self._count_live(cap)
         return Buffer(gpu, cap, nbytes)
+
+    def _count_live(self, cap: int) -> None:
+        """A buffer of ``cap`` bytes goes live (lock held)."""
+        self.live += 1
+        self.live_bytes += cap
+        if self.live_bytes > self.peak_bytes:
+            self.peak_bytes = self.live_bytes
 
     def retire(self, buf: Buffer) -> None:
         """Release a buffer that the current (unsubmitted) batch may still read."""
