@@ -66,7 +66,6 @@ class NativeMap:
         self._message = ""
         self._seq = 0  # the current read's number, handed to its callback
 
-        @ffi.callback("void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)")
         def mapped(status: int, message: object, seq: object, _u2: object) -> None:
             if int(ffi.cast("uintptr_t", seq)) != self._seq:
                 return  # the late callback of a map that failed validation
@@ -74,9 +73,11 @@ class NativeMap:
                 self._message = self._view_text(message) or ""
             self._status = status
 
-        self._mapped = mapped  # the C callback lives as long as this object
+        # the C callback lives as long as this object
+        self._mapped = ffi.callback(
+            "void(WGPUMapAsyncStatus, WGPUStringView, void *, void *)")(mapped)
         self._info = ffi.new("WGPUBufferMapCallbackInfo *", {
-            "mode": lib.WGPUCallbackMode_AllowProcessEvents, "callback": mapped})
+            "mode": lib.WGPUCallbackMode_AllowProcessEvents, "callback": self._mapped})
 
     def read(self, gpu: wgpu.GPUBuffer, size: int) -> np.ndarray:
         """The first ``size`` bytes (a multiple of 4) of ``gpu``, a MAP_READ buffer that
