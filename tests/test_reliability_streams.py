@@ -158,3 +158,30 @@ async def test_random_programs_over_ended_tasks_match_numpy(dev, seed):
     await dev.sync()
     assert queued(dev) == (0, 0)
     assert dev.memory_stats().live_buffers == 0
+
+
+def test_a_drop_whose_latest_readers_queue_was_taken_frees_after_its_other_reader():
+    # t1 is read in streams a and b, b last; b is taken whole (its queue object gone, its
+    # counts kept), then t1 is dropped: its one untaken read is a's, so taking a must free
+    # it, not mark a last use in b's already taken ops (a buffer lost for good).
+    import threading
+
+    from asyncfusion._core.dtype import DType
+    from asyncfusion.engine.streams import Streams
+    from asyncfusion.ir import ElementwiseOp, TensorIr, TensorStatus
+
+    def neg(src: int, out: int) -> tuple[ElementwiseOp, TensorIr]:
+        t = TensorIr(src, (4,), DType.float32, TensorStatus.READ_ONLY)
+        o = TensorIr(out, (4,), DType.float32, TensorStatus.NOT_INIT)
+        return ElementwiseOp("neg", (t,), (), o, DType.float32), o
+
+    streams, owner = Streams(), threading.current_thread()
+    for key, out in (("a", 2), ("b", 3)):
+        op, o = neg(1, out)
+        streams.register(key, op, (1,), o, owner)
+    taken_b = streams.take_segment("b")
+    assert taken_b.frees == [] and taken_b.ops[0].inputs()[0].status is TensorStatus.READ_ONLY
+    streams.drops.append(1)
+    taken_a = streams.take_segment("a")
+    assert taken_a.frees == [1]
+    assert not streams.deferred and not streams.pending_uses and not streams._queues

@@ -255,8 +255,8 @@ class Streams:
                 self.dropped.add(tid)
             n = pending.get(tid, 0)
             if n:
-                q = self.use_queue[tid]
-                if q.uses.get(tid, 0) == n:
+                q = self._sole_user(tid, n)
+                if q is not None:
                     q.mark_last_use(q.last[tid] - q.base, tid)
                 else:
                     self.deferred.add(tid)
@@ -265,6 +265,15 @@ class Streams:
                 prod[0].drop(prod[2])
             else:
                 self.freeable.append(tid)
+
+    def _sole_user(self, tid: int, n: int) -> StreamQueue | None:
+        """The queue that holds all ``n`` untaken reads of ``tid``, if one does (lock held).
+        ``use_queue`` names the queue of its latest read, which may since have been taken
+        whole (its queue object gone, its counts kept): that one holds none of them."""
+        q = self.use_queue.get(tid)
+        if q is None or self._queues.get(q.key) is not q or q.uses.get(tid, 0) != n:
+            return None
+        return q
 
     # -- the executor's side -------------------------------------------------------------
     def take(self, key: Hashable, upto: int | None = None) -> tuple[list[OperationIr], list[int]]:
@@ -462,8 +471,8 @@ class Streams:
         self.deferred.discard(tid)
         n = self.pending_uses.get(tid, 0)
         if n:
-            q = self.use_queue.get(tid)
-            if q is not None and q.uses.get(tid, 0) == n:
+            q = self._sole_user(tid, n)
+            if q is not None:
                 q.mark_last_use(q.last[tid] - q.base, tid)
             else:
                 self.deferred.add(tid)
