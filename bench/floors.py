@@ -1,4 +1,5 @@
-"""Floors measured without asyncfusion's runtime, for the scoreboard's peers (``bench/scoreboard.py``).
+"""Floors measured without asyncfusion's runtime, for the scoreboard's peers
+(``bench/scoreboard.py``).
 
 * ``RawGpu``: a wgpu device of its own (the adapter wgpu prefers, "timestamp-query"
   where offered, the adapter's largest buffers).
@@ -9,8 +10,9 @@
   unmap; once waited for by wgpu-py's poller thread, once by this thread polling the
   device itself, and once mapped, waited for and unmapped through wgpu-native's C API
   directly (``asyncfusion.backends.wgpu.native``: four C calls, nothing of the runtime),
-  which is how asyncfusion's reads map; the floor is the fastest. Beside it the same trip with ``map_sync``, with a new staging buffer and bind
-  group per trip, the dispatch + submit alone and an empty submit.
+  which is how asyncfusion's reads map; the floor is the fastest. Beside it the same
+  trip with ``map_sync``, with a new staging buffer and bind group per trip, the
+  dispatch + submit alone and an empty submit.
 * ``copy_bandwidth``: a WGSL vec4 copy kernel (one read, one write per element), K
   dispatches in one compute pass, timed by wall clock and by timestamp queries.
 * ``lag_beside_python``: the event loop's lateness (1 ms sleeps) beside a thread that runs
