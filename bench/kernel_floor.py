@@ -59,7 +59,8 @@ def time_kernels(rt, kernels, n: int, reps: int) -> float:
                                     (count, 0, 0, 0))
                 params = np.zeros(-(-len(words) // 4) * 4, np.uint32)
                 params[:len(words)] = words
-                rt.dispatch(batch, wgsl, [(src, "read"), (dst, "read_write")], params, count)
+                rt.dispatch(batch, wgsl, [(src, "read"), (dst, "read_write")], params.tobytes(),
+                            count)
                 src, dst = dst, src
         rt.copy(batch, b.gpu, fence, 4)
         t0 = time.perf_counter()
