@@ -215,7 +215,7 @@ def _golden(name: str, text: str) -> None:
 
 @pytest.mark.parametrize("case", ["mul_add_exp", "broadcast_where_cast", "inplace_exp",
                                   "reduce_score", "softmax", "view_transpose_add",
-                                  "argmax_subgroups"])
+                                  "argmax_subgroups", "seed_chain_tail"])
 def test_generated_wgsl_matches_golden(case):
     dev = af.Device("numpy")
     a = af.tensor(np.ones(8, np.float32), device=dev)
@@ -236,6 +236,8 @@ def test_generated_wgsl_matches_golden(case):
         out = af.softmax(m)
     elif case == "argmax_subgroups":  # (value, index) pairs combined by subgroup shuffles
         out = (m * 2.0).argmax(1)
+    elif case == "seed_chain_tail":  # sin, exp, cos: fast paths, one slow tail for all
+        out = chain8(a)
     else:  # a transposed view read through its strides, fused with the add
         out = m.T + 1.0
     sg = case.endswith("subgroups")
@@ -243,6 +245,42 @@ def test_generated_wgsl_matches_golden(case):
                      for i, k in enumerate(kernels(dev)))
     _golden(case, text)
     del out
+
+
+async def test_several_split_math_ops_share_one_slow_tail_and_match_them_op_by_op(dev):
+    """sin, exp, cos and tan fused into one vec4 kernel run their fast paths alone and
+    recompute the lanes outside any fast domain (huge, infinite, NaN) in one scalar
+    tail; every lane equals the unfused device's, where each op checks its own lanes."""
+    rng = np.random.default_rng(3)
+    specials = [0.5, 1e4, -3e5, np.nan, np.inf, -np.inf, 7000.0, 1e38, -0.0, 6433.0,
+                6434.0, 88.0, -87.5, 1e-40, 3.0, -2.0]
+    x_np = np.concatenate([np.array(specials, np.float32),
+                           (rng.standard_normal(1008) * 10.0 ** rng.integers(-3, 7, 1008))
+                           .astype(np.float32)])
+
+    def program(x: af.Tensor) -> af.Tensor:
+        return af.cos(af.exp(af.sin(x) * 3.0) + x) * 2.0 + af.tan(x * 0.5) + af.exp(x)
+
+    x = af.tensor(x_np, device=dev)
+    dev.reset_stats()
+    got = await program(x).to_data()
+    assert dev.stats().launches == 1
+    text = "".join(render(k, 256, False) for k in kernels_of(program, x_np))
+    main = text[text.index("fn main("):]
+    assert main.count("_f32_4_fast(") == 5 and main.count("loop {") == 1
+    async with af.open_device(fusion=False) as plain:
+        want = await program(af.tensor(x_np, device=plain)).to_data()
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert_close(got, want, rtol=2e-6, atol=0.0)
+
+
+def kernels_of(program, x_np: np.ndarray) -> list[Kernel]:
+    """The kernels of ``program`` on ``x_np``, recorded on a numpy device."""
+    rec = af.Device("numpy")
+    out = program(af.tensor(x_np, device=rec))
+    ks = kernels(rec)
+    del out
+    return ks
 
 
 async def test_a_long_queue_is_drained_by_the_server_without_a_read(dev):

@@ -32,13 +32,17 @@ fn af_exp_poly(r: f32) -> f32 {
   return (((((1.3814538e-3 * r + 8.3687454e-3) * r + 4.1668389e-2) * r + 1.6666521e-1) * r
     + 4.9999994e-1) * (r * r) + r) + 1.0;
 }
-fn af_exp_f32_4(x: vec4<f32>) -> vec4<f32> {
+fn af_exp_f32_4_fast(x: vec4<f32>) -> vec4<f32> {
   let t = x * 1.442695 + 12582912.0;
   let k = af_unmagic_4(t);
   let r = (x - k * 0.693359375) - k * -2.12194440e-4;
-  var v = ((((((1.3814538e-3 * r + 8.3687454e-3) * r + 4.1668389e-2) * r + 1.6666521e-1) * r
+  let v = ((((((1.3814538e-3 * r + 8.3687454e-3) * r + 4.1668389e-2) * r + 1.6666521e-1) * r
     + 4.9999994e-1) * (r * r) + r) + 1.0)
     * bitcast<vec4<f32>>((bitcast<vec4<u32>>(t) << vec4<u32>(23u)) + vec4<u32>(0x3f800000u));
+  return v;
+}
+fn af_exp_f32_4(x: vec4<f32>) -> vec4<f32> {
+  var v = af_exp_f32_4_fast(x);
   let ok = abs(x) < vec4<f32>(87.0);
   if (all(ok)) { return v; }
   var bad = !ok;

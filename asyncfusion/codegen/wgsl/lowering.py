@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ..._core.dtype import DType
 from ...ops import Identity
 from .arith import ARITH_32, ARITH_F64, ARITH_I64, DIVMOD_F32
-from .math_f32 import MATH_F32, NEEDS_F32, fma_helpers
+from .math_f32 import FAST_DOMAIN_F32, MATH_F32, NEEDS_F32, fma_helpers
 from .math_f64 import MATH_F64, NEEDS_F64
 from .types import ABS64, INF64, WGSL_TYPE, Rule, Ty, isinf, isnan, lanes
 
@@ -27,10 +27,16 @@ __all__ = ["Lowering", "LOWERINGS", "register_lowering", "HELPERS", "HELPERS_FMA
 
 @dataclass(frozen=True, slots=True)
 class Lowering:
-    """An op's WGSL rule and the helpers it calls (with the helpers those call)."""
+    """An op's WGSL rule and the helpers it calls (with the helpers those call).
+    ``domain``: where the rule's float32 ``vec4`` helper is split (``math_f32``'s
+    :data:`FAST_DOMAIN_F32`, over ``{x}``), ``fast`` calls its fast path alone, right on
+    that domain: an element-wise kernel of several split ops checks the domains once and
+    recomputes the lanes outside in one slow tail (``render``)."""
 
     wgsl: Rule
     helpers: tuple[str, ...] = ()
+    fast: Rule | None = None
+    domain: str | None = None
 
 
 HELPERS: dict[str, str] = (
@@ -178,7 +184,11 @@ def _const(value: str) -> Rule:
 
 def _math(name: str) -> Lowering:
     """A function of :mod:`.math_f32` (and :mod:`.math_f64`): ``af_name``."""
-    return Lowering(_fn(f"af_{name}"), _helpers(f"af_{name}"))
+    domain = FAST_DOMAIN_F32.get(name)
+    if domain is None:
+        return Lowering(_fn(f"af_{name}"), _helpers(f"af_{name}"))
+    return Lowering(_fn(f"af_{name}"), _helpers(f"af_{name}"),
+                    fast=lambda a, ty: f"af_{name}_f32_4_fast({a[0]})", domain=domain)
 
 
 _Z = "0"  # literal zero, typed by Ty.const

@@ -21,7 +21,7 @@ orders NaN comparisons cannot change them.
 
 from __future__ import annotations
 
-__all__ = ["MATH_F32", "NEEDS_F32", "fma_helpers"]
+__all__ = ["FAST_DOMAIN_F32", "MATH_F32", "NEEDS_F32", "fma_helpers"]
 
 _NAN = "bitcast<f32>(0x7fc00000u)"
 _INF = "bitcast<f32>(0x7f800000u)"
@@ -31,14 +31,31 @@ _V4 = "vec4<f32>"
 _U4 = "vec4<u32>"
 
 
-def _slow_lanes(name: str, gate: str) -> str:
-    """The tail of a ``vec4`` helper whose fast path ``v`` is computed for all four lanes:
-    the lanes outside ``gate`` (a vec4<bool> of the fast path's domain; NaN fails it) get
-    the scalar ``af_{name}_slow_f32``, one lane per trip. The fast path's common case makes
-    no trip (one test for the four lanes, where a lane-wise helper tests each), and the
-    slow path is written once, not per lane (a compiler that runs both sides of a branch,
-    as lavapipe does under divergence, runs it once per vector, not four times)."""
-    return f"""  let ok = {gate};
+# The domain of each split helper's fast path, over a vec4<f32> ``{x}`` (NaN fails it):
+# its vec4 variant takes the slow path for the lanes outside (:func:`_gated4`), and an
+# element-wise kernel of several such ops checks the domains once for all of them
+# (``render``: one slow tail per kernel).
+FAST_DOMAIN_F32: dict[str, str] = {
+    "exp": f"abs({{x}}) < {_V4}(87.0)",
+    **{name: f"abs({{x}}) <= {_V4}(6433.0)" for name in ("sin", "cos", "tan")},
+}
+
+
+def _gated4(name: str, fast: str) -> str:
+    """The ``vec4`` helpers of split helper ``name``: ``af_{name}_f32_4_fast``, whose
+    ``fast`` lines compute ``v`` on the four lanes as vectors, right within
+    :data:`FAST_DOMAIN_F32`; and ``af_{name}_f32_4``, where the lanes outside that domain
+    get the scalar ``af_{name}_slow_f32``, one lane per trip. The common case makes no trip
+    (one test for the four lanes, where a lane-wise helper tests each), and the slow path
+    is written once, not per lane (a compiler that runs both sides of a branch, as
+    lavapipe does under divergence, runs it once per vector, not four times)."""
+    gate = FAST_DOMAIN_F32[name].format(x="x")
+    return f"""fn af_{name}_f32_4_fast(x: {_V4}) -> {_V4} {{
+{fast}  return v;
+}}
+fn af_{name}_f32_4(x: {_V4}) -> {_V4} {{
+  var v = af_{name}_f32_4_fast(x);
+  let ok = {gate};
   if (all(ok)) {{ return v; }}
   var bad = !ok;
   loop {{
@@ -48,6 +65,7 @@ def _slow_lanes(name: str, gate: str) -> str:
     bad[l] = false;
   }}
   return v;
+}}
 """
 
 
@@ -63,7 +81,7 @@ def _trig(name: str, kernel: str, turn: str, odd: bool, reduce4: str = _REDUCE4)
     bits are j mod 4; else (``af_{name}_slow_f32``) on |x| from Payne-Hanek, the sign put
     back for an ``odd`` function. (r + r z p(z) is +0 for r = -0: the kernels keep r where
     z is 0.) The ``vec4`` variant runs the fast path on the four lanes as vectors and the
-    slow one only for the lanes that need it (:func:`_slow_lanes`)."""
+    slow one only for the lanes that need it (:func:`_gated4`)."""
     far = f"{kernel}(q.x, u32(q.y){turn})"
     tail = (f"  let v = {far};\n  return select(v, -v, (bitcast<u32>(x) >> 31u) == 1u);\n"
             if odd else f"  return {far};\n")
@@ -79,10 +97,7 @@ fn af_{name}_slow_f32(x: f32) -> f32 {{
   if (!af_trig_finite(x)) {{ return {_NAN}; }}
   let q = af_trig_reduce(abs(x));
 {tail}}}
-fn af_{name}_f32_4(x: {_V4}) -> {_V4} {{
-{reduce4}  var v = {kernel}_4(r, bitcast<{_U4}>(t){turn4});
-{_slow_lanes(name, f"abs(x) <= {_V4}(6433.0)")}}}
-"""
+""" + _gated4(name, f"{reduce4}  let v = {kernel}_4(r, bitcast<{_U4}>(t){turn4});\n")
 
 
 # 2/pi in 32-bit words (a zero word first): Payne-Hanek takes the 5 words from k = 0..4
@@ -159,15 +174,13 @@ fn af_exp_poly(r: f32) -> f32 {{
   return (((((1.3814538e-3 * r + 8.3687454e-3) * r + 4.1668389e-2) * r + 1.6666521e-1) * r
     + 4.9999994e-1) * (r * r) + r) + 1.0;
 }}
-fn af_exp_f32_4(x: {_V4}) -> {_V4} {{
-  let t = x * 1.442695 + 12582912.0;
+""" + _gated4("exp", f"""  let t = x * 1.442695 + 12582912.0;
   let k = af_unmagic_4(t);
   let r = (x - k * 0.693359375) - k * -2.12194440e-4;
-  var v = ((((((1.3814538e-3 * r + 8.3687454e-3) * r + 4.1668389e-2) * r + 1.6666521e-1) * r
+  let v = ((((((1.3814538e-3 * r + 8.3687454e-3) * r + 4.1668389e-2) * r + 1.6666521e-1) * r
     + 4.9999994e-1) * (r * r) + r) + 1.0)
     * bitcast<{_V4}>((bitcast<{_U4}>(t) << {_U4}(23u)) + {_U4}(0x3f800000u));
-{_slow_lanes("exp", f"abs(x) < {_V4}(87.0)")}}}
-""", 0),
+"""), 0),
     # log(x) = e*ln2 + log1p(m), m in [sqrt(1/2) - 1, sqrt(2) - 1]; (e, log1p(m)) for finite
     # x > 0 (subnormals normalized on bits); af_log_edge gives 0, inf, negatives and NaN.
     "af_log": (f"""fn af_log_parts(x: f32) -> vec2<f32> {{
@@ -537,16 +550,14 @@ fn af_exp_q(r: f32) -> f32 {{
     4.9999994e-1);
   return {f}(p, r * r, r);
 }}
-fn af_exp_f32_4(x: {_V4}) -> {_V4} {{
-  let t = {f4}(x, {_V4}(1.442695), {_V4}(12582912.0));
+""" + _gated4("exp", f"""  let t = {f4}(x, {_V4}(1.442695), {_V4}(12582912.0));
   let k = af_unmagic_4(t);
   let r = {f4}(k, {_V4}(2.12194440e-4), {f4}(k, {_V4}(-0.693359375), x));
   let p = {f4}({f4}({f4}({f4}({_V4}(1.3814538e-3), r, {_V4}(8.3687454e-3)), r,
     {_V4}(4.1668389e-2)), r, {_V4}(1.6666521e-1)), r, {_V4}(4.9999994e-1));
   let s = bitcast<{_V4}>((bitcast<{_U4}>(t) << {_U4}(23u)) + {_U4}(0x3f800000u));
-  var v = {f4}(s, {f4}(p, r * r, r), s);
-{_slow_lanes("exp", f"abs(x) < {_V4}(87.0)")}}}
-"""
+  let v = {f4}(s, {f4}(p, r * r, r), s);
+""")
     reduce4 = f"""  let t = {f4}(x, {_V4}(0.63661975), {_V4}(12582912.0));
   let j = af_unmagic_4(t);
   let r = {f4}(j, {_V4}(-5.390303e-15), {f4}(j, {_V4}(-7.5497894e-8),

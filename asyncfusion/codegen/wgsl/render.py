@@ -84,6 +84,9 @@ class _Writer:
         self.bases: set[int] = set()  # loads whose per-row index part b{i} is in scope
         self.held_pass = False  # rendering a held pass: its loads were prefetched
         self.tpr = 1  # threads per row of a reduction
+        self.sfx = ""  # appended to register names (the slow tail's scalar copies)
+        self.domains: list[str] | None = None  # split ops' fast domains, where collected
+        self.loaded: list[int] = []  # loads emitted so far
 
     def emit(self, line: str, depth: int = 1) -> None:
         self.lines.append("  " * depth + line)
@@ -162,7 +165,7 @@ class _Writer:
     def name(self, a: Arg) -> str:
         """The register of load, body value or reduction result ``a``."""
         return {"in": "a", "v": "v", "r": "res"}[a.kind] + (
-            _nth(a.index) if a.kind == "r" else str(a.index))
+            _nth(a.index) if a.kind == "r" else str(a.index)) + self.sfx
 
     def _of_row(self, a: Arg) -> bool:
         """One value per output row (a result, an ``OUT`` load or instruction)?"""
@@ -221,6 +224,7 @@ class _Writer:
         if ld.dtype is DType.bool:
             raw = f"({raw} != {'vec4<u32>(0u)' if self.v4 else '0u'})"
         self.emit(f"let a{i} = {raw};", depth)
+        self.loaded.append(i)
 
     def word(self, i: int, at: str, v4: bool | None = None) -> str:
         """Load ``i``'s word ``at`` (in ``vec4`` words where the kernel is vec4 and the
@@ -248,10 +252,16 @@ class _Writer:
                                                          ins.compute.itemsize == 8)):
                 e = convert(e, src, ty)
             args.append(e)
-        e = LOWERINGS[ins.op].wgsl(args, ty)
+        lw = LOWERINGS[ins.op]
+        if self.domains is not None and lw.fast is not None and lw.domain is not None \
+                and ty.vec4 and ins.compute is DType.float32:
+            e = lw.fast(args, ty)
+            self.domains.append(lw.domain.format(x=args[0]))
+        else:
+            e = lw.wgsl(args, ty)
         if ins.out is not ins.compute and ins.out is not DType.bool:  # float16, int16 ...
             e = convert(e, ins.compute, ty.of(ins.out))  # ... from their 32-bit lane
-        self.emit(f"let v{j} = {e};", depth)
+        self.emit(f"let v{j}{self.sfx} = {e};", depth)
 
     def _may_cancel(self, ins: Instr) -> bool:
         """Whether a compiler that folds ``x - x`` could prove ``ins``'s operands equal
@@ -283,8 +293,10 @@ class _Writer:
             self._deps[a.index] = known
         return known
 
-    def store(self, j: int, index: str, depth: int, lanes: list[str] | None = None) -> None:
-        """Store ``j`` at word ``index``, or a vec4 value as four scalars at ``lanes``."""
+    def store(self, j: int, index: str, depth: int, lanes: list[str] | None = None,
+              lane: str | None = None) -> None:
+        """Store ``j`` at word ``index`` (its element ``lane`` where given), or a vec4 value
+        as four scalars at ``lanes``."""
         st = self.k.stores[j]
         e = self.expr(st.value)
         if self.dtype_of(st.value) is not st.dtype:
@@ -293,6 +305,8 @@ class _Writer:
             e = (f"select(vec4<u32>(0u), vec4<u32>(1u), {e})" if self.v4
                  else f"select(0u, 1u, {e})")
         name = f"in{st.inplace}" if st.inplace is not None else f"out{j}"
+        if lane is not None:
+            index = f"{index}][{lane}"
         if lanes is None:
             self.emit(f"{name}[{index}] = {e};", depth)
             return
@@ -334,10 +348,42 @@ class _Writer:
         dims = list(range(k.rank))
         if strided and not self.v4:
             self.coords(dims, "i", 1)
+        split = [ins for ins in k.body if LOWERINGS[ins.op].domain is not None
+                 and ins.compute is DType.float32]
+        if self.v4 and len(split) > 1 and all(st.dense for st in k.stores):
+            self.domains = []
         self.level(Level.ROW, 1, dims, (Level.ROW,))
         for j, st in enumerate(k.stores):
             self.store(j, "i" if st.dense else self.index(self.store_map[j], dims), 1)
+        if self.domains:
+            self.slow_tail()
         self.emit("}", 0)
+
+    def slow_tail(self) -> None:
+        """One check of every split op's fast domain (:attr:`domains`, collected as the
+        ops were written with their fast paths alone), and, for the lanes outside any,
+        the kernel again in scalars, its math whole (fast or slow per lane), stored over
+        the vec4 result one lane per trip. A kernel of several split ops tests once and
+        holds one slow path, where each op's own ``vec4`` helper would test and hold its
+        own (its code, though never run, slows the fast path on NVIDIA)."""
+        ok = " & ".join(f"({d})" for d in self.domains or ())
+        self.emit(f"let ok = {ok};")
+        self.emit("if (!all(ok)) {")
+        self.emit("var bad = !ok;", 2)
+        self.emit("loop {", 2)
+        self.emit("if (!any(bad)) { break; }", 3)
+        self.emit("let l = select(select(select(3u, 2u, bad.z), 1u, bad.y), 0u, bad.x);", 3)
+        self.v4, self.sfx, self.domains = False, "_l", None
+        for i in dict.fromkeys(self.loaded):
+            self.emit(f"let a{i}_l = a{i}[l];", 3)
+        for j in range(len(self.k.body)):
+            self.instr(j, 3)
+        for j in range(len(self.k.stores)):
+            self.store(j, "i", 3, lane="l")
+        self.v4, self.sfx = True, ""
+        self.emit("bad[l] = false;", 3)
+        self.emit("}", 2)
+        self.emit("}")
 
     # -- reduction schedule --------------------------------------------------------------
     def reduction(self, slots: int, tpr: int) -> None:
