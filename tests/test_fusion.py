@@ -15,6 +15,7 @@ from asyncfusion.codegen.wgsl.render import render
 from asyncfusion.engine.explorer import explore
 from asyncfusion.engine.plan import KernelStep
 from asyncfusion.fusers import ElementwiseFuser, ReduceFuser
+from asyncfusion.fusers.base import APART_AT
 from asyncfusion.ir import Renumber
 from asyncfusion.kernel import Kernel
 from tests.conftest import assert_close
@@ -281,6 +282,23 @@ def kernels_of(program, x_np: np.ndarray) -> list[Kernel]:
     ks = kernels(rec)
     del out
     return ks
+
+
+@pytest.mark.parametrize("n, shared, made", [
+    (1 << 12, False, 1),   # small: four unrelated chains in one kernel (one launch)
+    (APART_AT, False, 4),  # each fills the GPU: a kernel each
+    (APART_AT, True, 1),   # related (all read one input): one kernel, one read of it
+])
+def test_unrelated_works_share_a_kernel_only_while_their_space_is_small(n, shared, made):
+    dev = af.Device("numpy")  # records only: nothing of this size is allocated
+    xs = [af.full((n,), float(i), dtype=af.float32, device=dev) for i in range(4)]
+    dev.streams.take_freeable()
+    dev.streams.take(next(iter(dev.streams.queues)))  # the fills: not element-wise work
+    ys = [chain8(xs[0] if shared else x) * float(i) for i, x in enumerate(xs)]
+    ks = kernels(dev)
+    assert len(ks) == made
+    assert sum(len(k.stores) for k in ks) == 4
+    del ys
 
 
 async def test_a_long_queue_is_drained_by_the_server_without_a_read(dev):
