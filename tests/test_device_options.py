@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import asyncfusion as af
+from asyncfusion.runtime.collector import YOUNG_AT
 
 
 def test_the_options_are_one_dataclass_that_devices_keep():
@@ -53,8 +54,10 @@ _FREEZE_PROBE = """
 import gc, sys, anyio, asyncfusion as af
 held = [[i] for i in range(10_000)]  # imported objects, say
 async def main():
+    young = gc.get_threshold()[0]
     async with af.open_device("numpy", freeze_gc=sys.argv[1] == "on"):
         pass
+    print(young, gc.get_threshold()[0])
     async with af.open_device("numpy"):
         pass
     print(gc.get_freeze_count())
@@ -66,7 +69,9 @@ anyio.run(main)
 def test_the_first_device_freezes_what_the_process_made_before_it(flag):
     """freeze_gc: the first device of a process collects and freezes the survivors (the
     10,000 lists made before it among them) once; a later device freezes nothing more.
-    Off, the first device leaves the collector alone (and the second, on, freezes)."""
+    Off, the first device leaves the collector alone (and the second, on, freezes). On,
+    it also spaces young collections out to YOUNG_AT new objects; off, the threshold
+    stays Python's."""
     import subprocess
     import sys
 
@@ -75,5 +80,8 @@ def test_the_first_device_freezes_what_the_process_made_before_it(flag):
     assert proc.returncode == 0, proc.stderr
     frozen = int(proc.stdout.split()[-1])
     assert frozen >= 10_000
+    before, after = (int(v) for v in proc.stdout.split()[:2])
+    assert before < YOUNG_AT  # Python's default, 700 (2000 from 3.13)
+    assert after == (YOUNG_AT if flag == "on" else before)
     if flag == "on":  # the second device froze nothing: the count is the first one's
         assert frozen < 10_000 + 200_000

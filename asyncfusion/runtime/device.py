@@ -31,7 +31,7 @@ from .._core.errors import BlockingCallError, DeviceClosedError, DeviceMismatchE
 from ..ir import OperationIr, TensorIr
 from ..trace import Counters, CounterSnapshot
 from .admission import Admission
-from .collector import freeze_survivors
+from .collector import freeze_survivors, space_young_collections
 from .metrics import Metrics
 from .options import DeviceOptions
 from .server import Server
@@ -55,6 +55,7 @@ class Device:
         self.options = opts = DeviceOptions.of(backend, options)
         if opts.freeze_gc:
             freeze_survivors()
+            space_young_collections()
         self.counters = Counters()
         self.backend: Backend
         if opts.backend == "wgpu":

@@ -69,7 +69,8 @@ class DeviceOptions:
         else ``$XDG_CACHE_HOME/asyncfusion``, ``~/.cache/asyncfusion`` by default).
     :param freeze_gc: the first device of the process collects garbage once and freezes
         what survived (:func:`gc.freeze`), so the objects imported before it (torch, a web
-        framework) are not walked again by every full collection while it serves (see
+        framework) are not walked again by every full collection while it serves, and a
+        device raises the young generation's threshold to 10,000 new objects (see
         ``runtime/collector.py``); False leaves the collector alone.
     """
 
