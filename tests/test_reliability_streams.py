@@ -50,6 +50,37 @@ async def test_ended_tasks_that_read_nothing_leave_no_queue_and_no_host_data(dev
     assert dev.memory_stats().live_buffers == 0
 
 
+async def test_tasks_ending_after_the_last_round_are_reclaimed_without_a_read(dev):
+    """Groups of tasks that each upload, compute, read nothing and end, with no round
+    after the last of them. On trio the device hears of each task's exit (an
+    instrument) and the next round, which it starts, drops all their work: nothing stays
+    queued. On asyncio, crowded rounds reclaim them by the tasks' ``done()``: at most the
+    streams made since the last such round stay (as in the test above)."""
+    import sniffio
+
+    data = np.ones(25_600, np.float32)
+
+    async def work() -> None:
+        t = af.tensor(data, device=dev)
+        (t * 2.0).exp()
+
+    for _ in range(5):
+        async with anyio.create_task_group() as tg:
+            for _ in range(300):
+                tg.start_soon(work)
+    gc.collect()
+    await _let_server_run(dev)
+    queues, host = queued(dev)
+    if sniffio.current_async_library() == "trio":
+        assert (queues, host) == (0, 0)
+    else:
+        assert host <= 64 * data.nbytes, (queues, host)
+    dev.reset_stats()
+    await dev.sync()
+    assert queued(dev) == (0, 0)
+    assert dev.stats().launches == 0
+
+
 async def test_tensors_of_ended_tasks_that_someone_holds_stay_computable(dev):
     kept: dict[int, af.Tensor] = {}
     base = np.arange(64, dtype=np.float32)

@@ -54,6 +54,8 @@ class Executor:
         in each read's ``data`` or ``error``."""
         self.counters.rounds += 1
         withdrawn = self._withdraw(requests)
+        if self.streams.ended:
+            self.streams.reclaim_ended()
         if sync or self.streams.crowded() or withdrawn:
             self.counters.queues_scanned += len(self.streams.queues)
             self.streams.reclaim()  # dead work of ended tasks goes without running

@@ -174,6 +174,9 @@ class Streams:
         self.epoch = 0  # counts applications of drops (a reclaimed queue may shrink again)
         self.flush_threshold = flush_threshold
         self.long: set[Hashable] = set()  # queues of flush_threshold ops or more
+        # streams whose tasks were seen to end (trio's task-exit hook appends, any moment):
+        # the next round removes their dead work (reclaim_ended)
+        self.ended: collections.deque[Hashable] = collections.deque()
         self.reclaim_at = _RECLAIM_AT
 
     # -- registration (any thread) -------------------------------------------------------
@@ -243,6 +246,15 @@ class Streams:
     def crowded(self) -> bool:
         """Enough streams exist that ended ones should be reclaimed now."""
         return len(self.queues) >= self.reclaim_at
+
+    def queues_now(self) -> dict[Hashable, StreamQueue]:
+        """The queues as they are, registrations not yet taken in (any thread, no lock:
+        for a membership test only)."""
+        return self._queues
+
+    def holding(self) -> bool:
+        """Whether any stream holds ops or registrations wait (any thread, no lock)."""
+        return bool(self._queues) or bool(self.log)
 
     def _apply_drops(self, count: int) -> None:
         drops = self.drops
@@ -389,6 +401,13 @@ class Streams:
                     removed += self._prune(q)
             self.reclaim_at = max(_RECLAIM_AT, 2 * len(self._queues))
             return removed
+
+    def reclaim_ended(self) -> int:
+        """Remove the dead work of the streams in :attr:`ended`; returns the number of
+        queued ops removed. Executor side."""
+        ended = self.ended
+        keys = [ended.popleft() for _ in range(len(ended))]
+        return self.withdraw(keys) if keys else 0
 
     def withdraw(self, keys: list[Hashable]) -> int:
         """Remove the dead work of these streams, whose readers were cancelled, even while
