@@ -29,17 +29,23 @@ async def _let_server_run(dev: af.Device) -> None:
         await anyio.sleep(0.005)
 
 
-async def test_ended_tasks_that_read_nothing_leave_no_queue_and_no_host_data(dev):
-    data = np.ones(25_600, np.float32)  # 100 KB each
-
+async def _abandon(dev: af.Device, data: np.ndarray, groups: int, tasks: int) -> None:
+    """``groups`` task groups, one after the other, of ``tasks`` tasks that each upload
+    ``data``, compute on it, read nothing and end."""
     async def work() -> None:
         t = af.tensor(data, device=dev)
         (t * 2.0).exp()
 
-    async with anyio.create_task_group() as tg:
-        for _ in range(400):
-            tg.start_soon(work)
+    for _ in range(groups):
+        async with anyio.create_task_group() as tg:
+            for _ in range(tasks):
+                tg.start_soon(work)
     gc.collect()
+
+
+async def test_ended_tasks_that_read_nothing_leave_no_queue_and_no_host_data(dev):
+    data = np.ones(25_600, np.float32)  # 100 KB each
+    await _abandon(dev, data, 1, 400)
     await _let_server_run(dev)  # many new streams prompt a reclaim, with no read at all
     queues, host = queued(dev)
     assert host <= 64 * data.nbytes, (queues, host)  # at most the streams since the last
@@ -59,16 +65,7 @@ async def test_tasks_ending_after_the_last_round_are_reclaimed_without_a_read(de
     import sniffio
 
     data = np.ones(25_600, np.float32)
-
-    async def work() -> None:
-        t = af.tensor(data, device=dev)
-        (t * 2.0).exp()
-
-    for _ in range(5):
-        async with anyio.create_task_group() as tg:
-            for _ in range(300):
-                tg.start_soon(work)
-    gc.collect()
+    await _abandon(dev, data, 5, 300)
     await _let_server_run(dev)
     queues, host = queued(dev)
     if sniffio.current_async_library() == "trio":
