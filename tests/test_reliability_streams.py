@@ -78,6 +78,34 @@ async def test_tasks_ending_after_the_last_round_are_reclaimed_without_a_read(de
     assert dev.stats().launches == 0
 
 
+async def test_tasks_alive_at_a_reclaim_and_ended_after_it_are_reclaimed_too(dev):
+    """300 tasks register work and wait; a read's round meanwhile finds them alive (the
+    next crowded reclaim would come only at twice as many streams); then they end
+    without reading. The device hears of each end and drops their work with no further
+    read, and later reads find nothing of it queued."""
+    data = np.ones(25_600, np.float32)
+    go = anyio.Event()
+
+    async def work() -> None:
+        t = af.tensor(data, device=dev)
+        (t * 2.0).exp()
+        await go.wait()
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(300):
+            tg.start_soon(work)
+        await anyio.sleep(0.05)
+        assert_close(await (af.tensor([1.0, 2.0], device=dev) * 2.0).to_data(), [2.0, 4.0])
+        assert queued(dev) == (300, 300 * data.nbytes)  # alive: kept
+        go.set()
+    gc.collect()
+    await _let_server_run(dev)
+    assert queued(dev) == (0, 0)
+    dev.reset_stats()
+    await dev.sync()
+    assert dev.stats().launches == 0  # the dead work never ran
+
+
 async def test_tensors_of_ended_tasks_that_someone_holds_stay_computable(dev):
     kept: dict[int, af.Tensor] = {}
     base = np.arange(64, dtype=np.float32)

@@ -17,7 +17,8 @@ A drop becomes, in order of preference:
 4. an immediate free at the executor's next step (nothing pending refers to it).
 
 A stream whose task (or thread) has ended is *reclaimed* (:meth:`Streams.reclaim`, run
-by the executor each round, and prompted when many streams pile up): its dead work — ops
+by the executor when many streams pile up, and :meth:`Streams.reclaim_ended` for the
+streams whose tasks were heard to end, ``runtime/task_ends.py``): its dead work — ops
 whose outputs nobody holds and nothing pending reads — is removed without running, so
 the host data of its uploads is freed; ops that produce a tensor someone still holds stay
 queued, and a read of that tensor runs them as before. The stream of a cancelled read is
@@ -38,6 +39,7 @@ import threading
 import weakref
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import Any
 
 from ..ir import DropOp, OperationIr, TensorIr, TensorStatus
 
@@ -174,9 +176,14 @@ class Streams:
         self.epoch = 0  # counts applications of drops (a reclaimed queue may shrink again)
         self.flush_threshold = flush_threshold
         self.long: set[Hashable] = set()  # queues of flush_threshold ops or more
-        # streams whose tasks were seen to end (trio's task-exit hook appends, any moment):
+        # streams whose tasks were seen to end (runtime/task_ends.py appends, any moment):
         # the next round removes their dead work (reclaim_ended)
         self.ended: collections.deque[Hashable] = collections.deque()
+        # (key, asyncio task, weakly) of streams made since the server last looked
+        # (TaskEnds.watch_new); weakly: a task that ended holds its frames, and so the
+        # tensors they name, through its exception
+        self.fresh: collections.deque[tuple[Hashable, weakref.ref[asyncio.Task[Any]]]] = (
+            collections.deque())
         self.reclaim_at = _RECLAIM_AT
 
     # -- registration (any thread) -------------------------------------------------------
@@ -208,6 +215,8 @@ class Streams:
         q = self._queues.get(key)
         if q is None:
             q = self._queues[key] = StreamQueue(key, owner)
+            if isinstance(owner, asyncio.Task):
+                self.fresh.append((key, weakref.ref(owner)))
         seq = q.base + len(q.ops)
         q.ops.append(op)
         pending, uses, last, use_queue = self.pending_uses, q.uses, q.last, self.use_queue

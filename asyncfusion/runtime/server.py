@@ -16,7 +16,6 @@ gets the error at once.
 from __future__ import annotations
 
 import collections
-import contextlib
 import functools
 import gc
 import sys
@@ -32,6 +31,7 @@ from .. import _debug
 from ..engine.executor import Executor, Request
 from .._core.errors import DeviceClosedError, ExecutionError
 from .metrics import ServerMetrics
+from .task_ends import TaskEnds
 from .worker import Worker, loop_caller
 
 __all__ = ["Server", "GIL_SWITCH_S", "WAKE_SLICE"]
@@ -69,7 +69,8 @@ class Server:
         self.metrics = ServerMetrics()
         self.inbox: list[Request] = []
         self.wake: anyio.Event | None = None
-        self.ended_unread = False  # a trio task ended with work unread during a round
+        self.ended_unread = False  # a task ended with work unread during a round (TaskEnds)
+        self.task_ends: TaskEnds | None = None
         self.thread: int | None = None
         self.error: BaseException | None = None
         self.crash: BaseException | None = None  # test hook: raise this in the server loop
@@ -161,6 +162,8 @@ class Server:
         if error is None and self.executor.kept is not None:
             self.executor.kept.hand_out(batch)
         self._finish(batch, error)
+        if self.task_ends is not None:
+            self.task_ends.watch_new()
         if batch:
             self.metrics.round(len(batch), time.perf_counter() - start)
         if self.stopped:
@@ -173,7 +176,7 @@ class Server:
                 batch and self.executor.streams.drops):
             # Tensors that only the finished requests held (cancelled reads) are dropped
             # now: one more round gives their buffers back promptly (so is the work of
-            # trio tasks that ended unread during the round: _TaskEnds).
+            # tasks that ended unread during the round: TaskEnds).
             self.poke()
 
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -183,7 +186,7 @@ class Server:
         self.wake = anyio.Event()
         self.worker = worker = Worker("asyncfusion-executor", loop_caller(),
                                       self.executor.idle)
-        task_ends = _TaskEnds.install(self)
+        self.task_ends = task_ends = TaskEnds.install(self)
         if self.inbox or self.executor.streams.long:
             self.poke()
         task_status.started()
@@ -351,66 +354,3 @@ class Server:
             finally:
                 del error
         return req.data
-
-
-class _TaskEnds:
-    """Under trio, a hook on every task's exit (a trio instrument): a task that ends while
-    the device holds queued work has its stream's dead work removed by the next round,
-    started now if none runs or is wanted. Streams of asyncio tasks and threads are
-    reclaimed by their ``done()``/``is_alive()`` in crowded rounds (``Streams.reclaim``);
-    a trio task has no such test that stays cheap, and a task that registers work, reads
-    nothing and ends after the last round would otherwise keep its queue (its uploads'
-    host data with it) until something reads."""
-
-    def __init__(self, server: Server, token: object) -> None:
-        self.server = server
-        self.streams = server.executor.streams
-        self.token = token  # the run's TrioToken: its run_sync_soon may be called anywhere
-        self.asked = False  # a poke is on its way
-
-    @classmethod
-    def install(cls, server: Server) -> _TaskEnds | None:
-        """The hook, installed where the running loop is trio's; else None."""
-        trio = sys.modules.get("trio")
-        if trio is None:
-            return None
-        try:
-            trio.lowlevel.current_task()
-        except RuntimeError:
-            return None  # not in a trio run: asyncio
-        hook = cls(server, trio.lowlevel.current_trio_token())
-        trio.lowlevel.add_instrument(hook)
-        return hook
-
-    def remove(self) -> None:
-        with contextlib.suppress(KeyError, RuntimeError):
-            sys.modules["trio"].lowlevel.remove_instrument(self)
-
-    def task_exited(self, task: object) -> None:
-        """Note the stream of a task that ended while the device holds work, and ask for a
-        round where the task leaves work unread: its queue, or the newest registration
-        (a task that ends right after registering). A task that read its work, as a
-        request handler does, asks for nothing: its key waits for the next round.
-        (Inside trio's scheduler: no Trio call but run_sync_soon.)"""
-        streams = self.streams
-        if not streams.holding():
-            return
-        key = ("task", id(task))
-        streams.ended.append(key)
-        try:
-            unread = key in streams.queues_now() or streams.log[-1][0] == key
-        except IndexError:  # the executor took the log in meanwhile
-            unread = False
-        if not unread:
-            return
-        server = self.server
-        if server.running or server.wanted or server.stopped:
-            server.ended_unread = True  # the round's end asks for one more
-        elif not self.asked:
-            self.asked = True
-            self.token.run_sync_soon(self._poke)  # type: ignore[attr-defined]
-
-    def _poke(self) -> None:
-        self.asked = False
-        if not self.server.stopped:
-            self.server.poke()
