@@ -186,7 +186,7 @@ class Server:
         self.wake = anyio.Event()
         self.worker = worker = Worker("asyncfusion-executor", loop_caller(),
                                       self.executor.idle)
-        self.task_ends = task_ends = TaskEnds.install(self)
+        self.task_ends = task_ends = TaskEnds.install(self, self.executor.streams)
         if self.inbox or self.executor.streams.long:
             self.poke()
         task_status.started()
@@ -217,8 +217,7 @@ class Server:
             while self.waking:  # their results are in: hand them over now
                 for r in self.waking.popleft():
                     r.done.set()
-            if task_ends is not None:
-                task_ends.remove()
+            task_ends.remove()
             with anyio.CancelScope(shield=True):
                 if self.running:
                     self.idle = anyio.Event()

@@ -23,35 +23,44 @@ import contextlib
 import functools
 import sys
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from .server import Server
+from ..engine.streams import Streams
 
 __all__ = ["TaskEnds"]
+
+
+class _Server(Protocol):
+    """What the hook reads and asks of the device's server."""
+
+    running: bool  # a round runs
+    stopped: bool
+    ended_unread: bool  # set: the running round's end asks for one more
+
+    def poke(self) -> None: ...
 
 
 class TaskEnds:
     """The end-of-task hook of one device's server (event-loop thread)."""
 
-    def __init__(self, server: Server, token: Any = None) -> None:
+    def __init__(self, server: _Server, streams: Streams, token: Any = None) -> None:
         self.server = server
-        self.streams = server.executor.streams
+        self.streams = streams
         self.token = token  # trio: the run's TrioToken (run_sync_soon works anywhere)
         self.asked = False  # trio: a poke is on its way
 
     @classmethod
-    def install(cls, server: Server) -> TaskEnds:
+    def install(cls, server: _Server, streams: Streams) -> TaskEnds:
         """The hook for the running loop: a trio instrument under trio, else done
         callbacks on asyncio tasks."""
         trio = sys.modules.get("trio")
         if trio is not None:
             with contextlib.suppress(RuntimeError):  # RuntimeError: not in a trio run
                 trio.lowlevel.current_task()
-                hook = cls(server, trio.lowlevel.current_trio_token())
+                hook = cls(server, streams, trio.lowlevel.current_trio_token())
                 trio.lowlevel.add_instrument(hook)
                 return hook
-        return cls(server)
+        return cls(server, streams)
 
     def remove(self) -> None:
         if self.token is not None:
