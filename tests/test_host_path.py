@@ -374,3 +374,59 @@ async def test_many_readers_of_one_round_all_get_their_results():
                 tg.start_soon(read, i)
     for i in range(100):
         assert_close(out[i], xs[i] * 2)
+
+
+async def test_generated_kernels_compile_without_nagas_checks_and_a_users_kernel_with_them(
+        dev, monkeypatch):
+    # asyncfusion's own kernels (element-wise, reductions, matmul) are compiled through
+    # wgpu-native's wgpuDeviceCreateShaderModuleTrusted with no runtime checks (no index
+    # clamps, no loop counters: native.TrustedModules); a user's af.custom_kernel keeps
+    # naga's checks. Rests on wgpu-py internals: if a release drops them, this fails first.
+    import wgpu
+
+    from asyncfusion.backends.wgpu.native import TrustedModules
+
+    rt = dev.backend.rt
+    assert isinstance(rt._trusted, TrustedModules)
+    with pytest.raises(wgpu.GPUValidationError):
+        rt._trusted.create("fn main( {")  # a bad text still raises, as it does checked
+    trusted: list[str] = []
+    checked: list[str] = []
+    real_trusted, real_checked = TrustedModules.create, type(rt.device).create_shader_module
+
+    def spy_trusted(self, wgsl):
+        trusted.append(wgsl)
+        return real_trusted(self, wgsl)
+
+    def spy_checked(self, **kw):
+        checked.append(kw["code"])
+        return real_checked(self, **kw)
+
+    monkeypatch.setattr(TrustedModules, "create", spy_trusted)
+    monkeypatch.setattr(type(rt.device), "create_shader_module", spy_checked)
+    rt._pipelines.clear()  # every kernel below is compiled again
+    rt._groups.clear()
+    a = np.arange(12, dtype=np.float32).reshape(3, 4) / 7
+    b = np.linspace(-1, 1, 20, dtype=np.float32).reshape(4, 5)
+    x, w = af.tensor(a, device=dev), af.tensor(b, device=dev)
+    got = await ((af.exp(x) - 1.0) @ w).sum(axis=0).to_data()
+    assert_close(got, ((np.exp(a) - 1.0) @ b).sum(axis=0), rtol=1e-5, atol=1e-5)
+    assert trusted and not checked
+    y = af.custom_kernel(
+        "scale_trusted_test", wgsl=_SCALE, inputs=1,
+        outputs=lambda t, *_: (t.shape, t.dtype), workgroups=lambda t, *_: 1,
+        numpy=lambda t, n: t * 2)(x.reshape(12), params=(12,))
+    assert_close(await y.to_data(), a.reshape(12) * 2)
+    assert _SCALE in checked and _SCALE not in trusted
+
+
+_SCALE = """
+struct P { n: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> a: array<f32>;
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+    if (g.x < p.n) { out[g.x] = a[g.x] * 2.0; }
+}
+"""

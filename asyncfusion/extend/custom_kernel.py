@@ -157,7 +157,7 @@ class CustomKernel:
         """Compile (once per text: the runtime's pipeline cache) with the bindings we use."""
         storage = ["read"] * self.n_inputs + ["read_write"] * n_outputs
         try:
-            backend.rt.pipeline(self.wgsl, storage)
+            backend.rt.pipeline(self.wgsl, storage, checked=True)
         except Exception as exc:  # noqa: BLE001 - wgpu's GPUValidationError, with the text
             raise KernelCompileError(
                 f"custom kernel {self.name!r} does not compile: {exc}\nBindings expected: "

@@ -326,7 +326,7 @@ class WgpuBackend:
         storage = [(b, "read") for b in loads] + [(b, "read_write") for b in stores]
         if numel(groups):
             self.rt.dispatch(self.batch, wgsl, storage, params.astype(np.uint32).tobytes(), 0,
-                             groups)
+                             groups, checked=True)
             self.counters.launch(title)
             self._maybe_flush()
 

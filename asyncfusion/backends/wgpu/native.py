@@ -34,7 +34,8 @@ from typing import Protocol
 import numpy as np
 import wgpu
 
-__all__ = ["NativeMap", "NativePass", "native_map", "native_pass"]
+__all__ = ["NativeMap", "NativePass", "TrustedModules", "native_map", "native_pass",
+           "trusted_modules"]
 
 _SETTLE_S = 5.0  # how long a callback taken by another thread's poll may take to land
 
@@ -156,4 +157,47 @@ def native_pass() -> NativePass | None:
     try:
         return NativePass()
     except Exception:  # noqa: BLE001 - internals moved: the runtime encodes through wgpu-py
+        return None
+
+
+class TrustedModules:
+    """Compiles WGSL that asyncfusion generated into shader modules without the checks
+    that naga adds for code it cannot trust (``wgpuDeviceCreateShaderModuleTrusted``,
+    runtime checks none): no clamp of every index into a workgroup or function-scope
+    array (the matmul's inner loop reads its workgroup tiles at indices the code keeps
+    in range), no counter in every loop (each generated loop is bounded by its launch's
+    sizes). Buffer accesses stay safe either way: Vulkan's robust buffer access bounds
+    them in hardware. A user's kernel (``af.custom_kernel``) never comes here."""
+
+    def __init__(self, device: _Native) -> None:
+        from wgpu.backends.wgpu_native import _api, _ffi  # noqa: PLC0415 - internals
+
+        self._api = _api
+        self._ffi = _ffi.ffi
+        self._wgsl_type = _ffi.lib.WGPUSType_ShaderSourceWGSL
+        self._create = _api.libf.wgpuDeviceCreateShaderModuleTrusted  # checked: raises
+        self._device = device
+
+    def create(self, wgsl: str) -> wgpu.GPUShaderModule:
+        """The shader module of ``wgsl``; raises wgpu's error where it does not compile."""
+        api, ffi = self._api, self._ffi
+        source = api.new_struct_p("WGPUShaderSourceWGSL *", code=api.to_c_string_view(wgsl))
+        source[0].chain.next = ffi.NULL
+        source[0].chain.sType = self._wgsl_type
+        desc = api.new_struct_p("WGPUShaderModuleDescriptor *",
+                                nextInChain=ffi.cast("WGPUChainedStruct *", source),
+                                label=api.to_c_string_view(""))
+        handle = self._create(self._device._internal, desc, 0)  # WGPUShaderRuntimeChecks_None
+        if handle == ffi.NULL:
+            raise RuntimeError("wgpu-native made no shader module")
+        module: wgpu.GPUShaderModule = api.GPUShaderModule("", handle, self._device)
+        return module
+
+
+def trusted_modules(device: wgpu.GPUDevice) -> TrustedModules | None:
+    """A :class:`TrustedModules` for ``device``, or None where wgpu-py's internals or
+    wgpu-native's entry point it needs are not there."""
+    try:
+        return TrustedModules(device)
+    except Exception:  # noqa: BLE001 - internals moved: modules are compiled with checks
         return None

@@ -21,7 +21,8 @@ import wgpu
 
 from ..._core.errors import DeviceClosedError, DeviceLostError, NoAdapterError
 from .adapters import request as request_adapter
-from .native import NativePass, native_map, native_pass
+from .native import (NativePass, TrustedModules, native_map, native_pass,
+                     trusted_modules)
 from .timing import GpuTimer, TimedSlot, timestamp_period
 
 __all__ = ["Runtime", "Buffer", "get_runtime", "detach", "MAX_PIPELINES", "MAX_PIPELINES_CPU"]
@@ -161,6 +162,8 @@ class Runtime:
         self.pipelines_created = 0
         self._native = native_map(self.device)  # None: reads map through wgpu-py
         self._pass: NativePass | None = native_pass()  # None: wgpu-py encodes dispatches
+        # None: generated kernels are compiled with naga's checks, as a user's are
+        self._trusted: TrustedModules | None = trusted_modules(self.device)
         self.folds_cancellation = self._folds_cancellation()
         self.fused_fma = self._fused_fma()
         self.timestamp_period = timestamp_period(self.queue)
@@ -266,12 +269,14 @@ class Runtime:
         error, with the compiler's text, where the shader does not compile."""
         self.device.create_shader_module(code=wgsl)
 
-    def pipeline(self, wgsl: str, storage: list[str]
+    def pipeline(self, wgsl: str, storage: list[str], checked: bool = False
                  ) -> tuple[wgpu.GPUComputePipeline, wgpu.GPUBindGroupLayout]:
         """(pipeline, bind group layout) for a kernel text, compiled once per text.
 
         ``storage`` lists the access ("read" / "read_write") of bindings 1..n; binding 0
         is the uniform params block. Layouts are explicit: "auto" drops unused bindings.
+        ``checked``: a user's kernel, compiled with naga's checks; asyncfusion's own
+        kernels are compiled without them where wgpu-native allows (``TrustedModules``).
         """
         hit = self._pipelines.get(wgsl)
         if hit is not None:
@@ -287,7 +292,9 @@ class Runtime:
                             "buffer": {"type": kind}})
         bgl = self.device.create_bind_group_layout(entries=entries)
         layout = self.device.create_pipeline_layout(bind_group_layouts=[bgl])
-        module = self.device.create_shader_module(code=wgsl)
+        trusted = None if checked else self._trusted
+        module = (self.device.create_shader_module(code=wgsl) if trusted is None
+                  else trusted.create(wgsl))
         pipe = self.device.create_compute_pipeline(
             layout=layout, compute={"module": module, "entry_point": "main"})
         self.pipelines_created += 1
@@ -310,13 +317,13 @@ class Runtime:
 
     def dispatch(self, batch: _Batch, wgsl: str, storage: list[tuple[Buffer, str]],
                  data: bytes, threads: int,
-                 groups: tuple[int, int, int] | None = None) -> None:
+                 groups: tuple[int, int, int] | None = None, checked: bool = False) -> None:
         """Encode one dispatch of ``threads`` (in workgroups of the runtime's size), or of
         ``groups`` workgroups as given (a user's kernel, of its own workgroup size);
-        ``data`` is the uniform block (binding 0)."""
+        ``data`` is the uniform block (binding 0); ``checked``: see :meth:`pipeline`."""
         hit = self._pipelines.get(wgsl)  # the hit path of pipeline(), inlined: a launch's
         if hit is None:                  # hot path (the accesses list only for a miss)
-            hit = self.pipeline(wgsl, [access for _, access in storage])
+            hit = self.pipeline(wgsl, [access for _, access in storage], checked)
         else:
             self._pipelines.move_to_end(wgsl)
         pipe, bgl = hit
