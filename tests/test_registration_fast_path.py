@@ -50,3 +50,63 @@ async def test_checked_scalars_still_raise_at_the_call(ref):
         i + 2**40
     with pytest.raises(OverflowError, match="too large"):
         f + 10**400
+
+
+def _record(dev, fn, *args):
+    """The op record and input ids a call appended to ``dev``'s registration log."""
+    before = len(dev.streams.log)
+    out = fn(*args)
+    assert len(dev.streams.log) == before + 1
+    _, _, op, inputs, out_ir = dev.streams.log[-1]
+    return out, op, tuple(inputs), out_ir
+
+
+def _shape_of(op, ids):
+    """An op record with its tensors named by position in the call, not by id."""
+    slots = tuple((ids.index(a.id) if hasattr(a, "id") else None, a.dtype,
+                   getattr(a, "shape", None), getattr(a, "status", None)) for a in op.args)
+    return (op.op, op.compute, slots, op.scalars, op.out.dtype, op.out.shape, op.out.status)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "uint8", "bool", "float16"])
+async def test_the_short_path_records_what_the_whole_way_records(ref, dtype):
+    # unary/binary (record.py) take a shorter path for calls learned from one that went
+    # the whole way (elementwise): every op of the registry, on tensors of one shape and
+    # with bool and float scalars, must record the same op, inputs and output.
+    from asyncfusion.lazy import record
+    from asyncfusion.ops import PRIMITIVES
+
+    x = af.tensor(np.array([1, 0, 3, 2], dtype=dtype), device=ref)
+    y = af.tensor(np.array([2, 1, 1, 0], dtype=dtype), device=ref)
+    compared = 0
+    for p in PRIMITIVES.values():
+        if not p.doc or p.arity > 2:
+            continue
+        fn = getattr(af, p.public)
+        seconds = [(x,), (y,)] if p.arity == 1 else [(x, y), (y, x), (x, 2.5), (y, True)]
+        for args in seconds:
+            try:
+                _, whole, ids, _ = _record(ref, record.elementwise, p.name, *args)
+            except (af.DTypeError, TypeError):
+                continue  # refused the whole way: refused the short way too
+            for _ in range(2):  # the first call learns, the second takes the short path
+                _, short, sids, _ = _record(ref, fn, *args)
+                ours = [a.id for a in args if isinstance(a, af.Tensor)]
+                assert list(sids) == ours == list(ids)
+                assert _shape_of(short, sids) == _shape_of(whole, ids), (p.name, args)
+            compared += 1
+    assert compared > 20
+    assert not [k for k in record._SHORT if k[0] == "pow" or record._SHORT[k][1] is
+                af.int64]
+    await ref.sync()
+
+
+async def test_calls_the_short_path_does_not_learn_still_raise_and_broadcast(ref):
+    f = af.tensor(np.ones((2, 3), np.float32), device=ref)
+    row = af.tensor(np.arange(3, dtype=np.float32), device=ref)
+    i = af.tensor(np.array([1, 2], np.int8), device=ref)
+    for _ in range(2):
+        np.testing.assert_array_equal(await (f + row).to_data(), np.ones((2, 3)) + np.arange(3))
+        with pytest.raises(af.DTypeError, match="does not fit"):
+            i + 300
+        np.testing.assert_array_equal(await (f ** 2).to_data(), np.ones((2, 3)))

@@ -22,7 +22,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 
-from ..lazy.record import elementwise
+from ..lazy.record import binary, elementwise, unary
 from ..lazy.tensor import Operand, Tensor
 from ..ops import PRIMITIVES, Primitive
 from .creation import zeros_like
@@ -35,10 +35,10 @@ def _function(p: Primitive) -> Callable[..., Tensor]:
     op = p.name
     if p.arity == 1:
         def fn(x: Operand, /) -> Tensor:
-            return elementwise(op, x)
+            return unary(op, x)
     elif p.arity == 2:
         def fn(x1: Operand, x2: Operand, /) -> Tensor:  # type: ignore[misc]
-            return elementwise(op, x1, x2)
+            return binary(op, x1, x2)
     else:
         def fn(condition: Operand, x1: Operand, x2: Operand, /) -> Tensor:  # type: ignore[misc]
             return elementwise(op, condition, x1, x2)

@@ -20,7 +20,7 @@ from ..ir import ElementwiseOp, ScalarIr, TensorIr, TensorStatus
 from ..ops import PRIMITIVES
 from .tensor import Operand, Scalar, Tensor, new_id
 
-__all__ = ["elementwise", "scalar_dtype", "float_scalar", "what"]
+__all__ = ["elementwise", "unary", "binary", "scalar_dtype", "float_scalar", "what"]
 
 _SCALARS = (int, float, bool, np.integer, np.floating, np.bool_)
 Value = int | float | bool
@@ -220,6 +220,86 @@ def elementwise(op: str, *args: Operand, dtype: DType | None = None) -> Tensor:
     out.shape, out.dtype, out.device, out.layout, out._ir = shape, out_dtype, device, None, None
     out_ir = TensorIr(tid, shape, out_dtype, _NOT_INIT)
     device.register(ElementwiseOp(op, tuple(irs), scalars, out_ir, compute), ids, out_ir)
+    return out
+
+
+# The calls a shorter path records exactly as elementwise() would: (op, the tensor's
+# dtype[, the other operand's dtype (a tensor) or type (a Python bool or float)]) ->
+# (compute dtype, output dtype, the scalar's slot or None), learned from a call that went
+# the whole way. Only calls whose checks depend on operand types alone are learned
+# (no int64 result, which the device decides; no pow, which rewrites some exponents).
+_SHORT: dict[tuple[object, ...], tuple[DType, DType, ScalarIr | None]] = {}
+
+
+def _learn(key: tuple[object, ...], scalar: bool) -> None:
+    """Note whether the call of ``key``, just recorded the whole way, may take the short
+    path from now on (see :data:`_SHORT`)."""
+    op = key[0]
+    if op == "pow":
+        return
+    compute, out, plain = _RESOLVED[(op, None, *key[1:])]
+    if out is not DType.int64 and (not scalar or plain == (1,)):
+        _SHORT[key] = (compute, out, _SCALAR_IR[compute] if scalar else None)
+
+
+def unary(op: str, x: Operand) -> Tensor:
+    """``elementwise(op, x)``, recorded by a shorter path where ``x`` is a tensor whose
+    call was learned (:data:`_SHORT`)."""
+    if type(x) is not Tensor:
+        return elementwise(op, x)
+    key = (op, x.dtype)
+    hit = _SHORT.get(key)
+    if hit is None:
+        out = elementwise(op, x)
+        _learn(key, False)
+        return out
+    compute, out_dtype, _ = hit
+    r = x._ir
+    shape, device = x.shape, x.device
+    out = _new_tensor(Tensor)
+    out.id = tid = new_id()
+    out.shape, out.dtype, out.device, out.layout, out._ir = shape, out_dtype, device, None, None
+    out_ir = TensorIr(tid, shape, out_dtype, _NOT_INIT)
+    device.register(ElementwiseOp(op, (r if r is not None else x.ir(),), (), out_ir, compute),
+                    (x.id,), out_ir)
+    return out
+
+
+def binary(op: str, x1: Operand, x2: Operand) -> Tensor:
+    """``elementwise(op, x1, x2)``, recorded by a shorter path where ``x1`` is a tensor
+    and ``x2`` a Python bool or float, or a tensor of ``x1``'s shape on its device, and
+    the call was learned (:data:`_SHORT`). Anything else takes the whole way."""
+    if type(x1) is not Tensor:
+        return elementwise(op, x1, x2)
+    t2 = type(x2)
+    if t2 is Tensor:
+        if x2.device is not x1.device or x2.shape != x1.shape:  # type: ignore[union-attr]
+            return elementwise(op, x1, x2)
+        key: tuple[object, ...] = (op, x1.dtype, x2.dtype)  # type: ignore[union-attr]
+    elif t2 is float or t2 is bool:
+        key = (op, x1.dtype, t2)
+    else:
+        return elementwise(op, x1, x2)
+    hit = _SHORT.get(key)
+    if hit is None:
+        out = elementwise(op, x1, x2)
+        _learn(key, t2 is not Tensor)
+        return out
+    compute, out_dtype, sir = hit
+    r = x1._ir
+    shape, device = x1.shape, x1.device
+    out = _new_tensor(Tensor)
+    out.id = tid = new_id()
+    out.shape, out.dtype, out.device, out.layout, out._ir = shape, out_dtype, device, None, None
+    out_ir = TensorIr(tid, shape, out_dtype, _NOT_INIT)
+    if sir is None:
+        r2 = x2._ir  # type: ignore[union-attr]
+        device.register(ElementwiseOp(op, (r if r is not None else x1.ir(),
+                                           r2 if r2 is not None else x2.ir()),  # type: ignore[union-attr]
+                                      (), out_ir, compute), (x1.id, x2.id), out_ir)  # type: ignore[union-attr]
+    else:
+        device.register(ElementwiseOp(op, (r if r is not None else x1.ir(), sir),
+                                      (cast(Value, x2),), out_ir, compute), (x1.id,), out_ir)
     return out
 
 
