@@ -205,39 +205,52 @@ class Streams:
         reference left to use), so the drops counted first never outrun their uses."""
         drops = len(self.drops)
         log = self.log
-        while log:
-            self._enqueue(*log.popleft())
+        if log:
+            self._enqueue(log)
         if drops:
             self._apply_drops(drops)
 
-    def _enqueue(self, key: Hashable, owner: object, op: OperationIr,
-                 inputs: tuple[int, ...] | list[int], out: TensorIr) -> None:
-        q = self._queues.get(key)
-        if q is None:
-            q = self._queues[key] = StreamQueue(key, owner)
-            if isinstance(owner, asyncio.Task):
-                self.fresh.append((key, weakref.ref(owner)))
-        seq = q.base + len(q.ops)
-        q.ops.append(op)
-        pending, uses, last, use_queue = self.pending_uses, q.uses, q.last, self.use_queue
-        made = q.made
-        for tid in inputs:
-            pending[tid] = pending.get(tid, 0) + 1
-            uses[tid] = uses.get(tid, 0) + 1
-            last[tid] = seq
-            use_queue[tid] = q
-            if tid not in made:
-                q.reads.add(tid)
-        outs = op.outputs()
-        if len(outs) == 1:
-            made.add(out.id)
-            self.producer[out.id] = (q, seq, out)
-        else:  # an op of several outputs (af.custom_kernel's): each is produced here
-            for t in outs:
-                made.add(t.id)
-                self.producer[t.id] = (q, seq, t)
-        if len(q.ops) == self.flush_threshold:
-            self.long.add(key)
+    def _enqueue(self, log: collections.deque[tuple[Hashable, object, OperationIr,
+                                                    tuple[int, ...] | list[int], TensorIr]]
+                 ) -> None:
+        """Every logged registration into its stream's queue, with the queue's liveness
+        and the device's use counts (lock held; one loop, the state it touches at hand)."""
+        queues, pending, use_queue, producer = (self._queues, self.pending_uses,
+                                                self.use_queue, self.producer)
+        threshold = self.flush_threshold
+        q: StreamQueue | None = None
+        qkey: Hashable = None
+        pop = log.popleft
+        while log:
+            key, owner, op, inputs, out = pop()
+            if q is None or key != qkey:
+                qkey = key
+                q = queues.get(key)
+                if q is None:
+                    q = queues[key] = StreamQueue(key, owner)
+                    if isinstance(owner, asyncio.Task):
+                        self.fresh.append((key, weakref.ref(owner)))
+            ops = q.ops
+            seq = q.base + len(ops)
+            ops.append(op)
+            uses, last, made = q.uses, q.last, q.made
+            for tid in inputs:
+                pending[tid] = pending.get(tid, 0) + 1
+                uses[tid] = uses.get(tid, 0) + 1
+                last[tid] = seq
+                use_queue[tid] = q
+                if tid not in made:
+                    q.reads.add(tid)
+            outs = op.outputs()
+            if len(outs) == 1:
+                made.add(out.id)
+                producer[out.id] = (q, seq, out)
+            else:  # an op of several outputs (af.custom_kernel's): each is produced here
+                for t in outs:
+                    made.add(t.id)
+                    producer[t.id] = (q, seq, t)
+            if len(ops) == threshold:
+                self.long.add(key)
 
     @property
     def queues(self) -> dict[Hashable, StreamQueue]:
@@ -268,7 +281,8 @@ class Streams:
     def _apply_drops(self, count: int) -> None:
         drops = self.drops
         self.epoch += 1
-        producer, pending = self.producer, self.pending_uses
+        producer, pending, use_queue, queues = (self.producer, self.pending_uses,
+                                                self.use_queue, self._queues)
         for _ in range(count):
             tid = drops.popleft()
             prod = producer.get(tid)
@@ -276,8 +290,8 @@ class Streams:
                 self.dropped.add(tid)
             n = pending.get(tid, 0)
             if n:
-                q = self._sole_user(tid, n)
-                if q is not None:
+                q = use_queue.get(tid)  # _sole_user, inlined: it runs for most drops
+                if q is not None and queues.get(q.key) is q and q.uses.get(tid, 0) == n:
                     q.mark_last_use(q.last[tid] - q.base, tid)
                 else:
                     self.deferred.add(tid)
