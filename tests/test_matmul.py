@@ -132,6 +132,11 @@ def test_operands_are_read_along_their_contiguous_axis_as_vec4_where_aligned():
     assert (shifted.a_vec, shifted.b_vec) == (False, True)
     strided = with_layout(t, _args(8, 12, 16, (0, (32, 2)), (0, (12, 1))))  # a[:, ::2]
     assert strided.a_vec is False
+    m, n, k = 2 * t.tm, t.tn, 3 * t.tk  # the tiles divide the product: unguarded reads
+    assert with_layout(t, _args(m, n, k, (0, (k, 1)), (0, (n, 1)))).even
+    for dm, dn, dk in ((1, 0, 0), (0, 4, 0), (0, 0, 4)):
+        shape = (m + dm, n + dn, k + dk)
+        assert not with_layout(t, _args(*shape, (0, (shape[2], 1)), (0, (shape[1], 1)))).even
 
 
 # (left shape, right shape, left view, right view): several K steps, primes, ones,

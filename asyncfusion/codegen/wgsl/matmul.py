@@ -44,7 +44,9 @@ class MatmulTiles:
     """A matmul schedule: a ``tm`` x ``tn`` output tile per workgroup, K in steps of
     ``tk`` through (double-buffered) workgroup memory, an ``rm`` x ``rn`` block of it per
     thread (multiples of 4). How each operand is read: ``a_k`` (A along K, else along M),
-    ``b_k`` (B along K, else along N), ``a_vec``/``b_vec`` (as ``vec4`` words)."""
+    ``b_k`` (B along K, else along N), ``a_vec``/``b_vec`` (as ``vec4`` words); ``even``:
+    the tiles divide M, N and K, so no read of a tile can fall outside the matrices and
+    the reads go unguarded."""
 
     tm: int
     tn: int
@@ -55,6 +57,7 @@ class MatmulTiles:
     b_k: bool = False
     a_vec: bool = False
     b_vec: bool = False
+    even: bool = False
 
     def __post_init__(self) -> None:
         assert valid_tiles(self.tm, self.tn, self.tk, self.rm, self.rn), self
@@ -116,8 +119,9 @@ def with_layout(tiles: MatmulTiles, args: LaunchArgs) -> MatmulTiles:
     nb = len(args.shape) - 3
     a_k, a_vec = _reads(*args.maps[0], nb, nb + 2, m, k)
     b_k, b_vec = _reads(*args.maps[1], nb + 1, nb + 2, n, k)
+    even = m % tiles.tm == 0 and n % tiles.tn == 0 and k % tiles.tk == 0
     return MatmulTiles(tiles.tm, tiles.tn, tiles.tk, tiles.rm, tiles.rn, a_k, b_k, a_vec,
-                       b_vec)
+                       b_vec, even)
 
 
 class _MatmulWriter(_Writer):
@@ -237,7 +241,9 @@ class _MatmulWriter(_Writer):
                 d = depth + 1
                 self.emit(f"let g = {origin} + {wide}; let gk = {k0} + {kk};", d)
                 at = f"{op}_base + i32(g) * {op}_w + i32(gk) * {op}_k"
-                if vec:  # the chunk is all inside or all outside: its axis' extent % 4 == 0
+                if vec and t.even:  # every chunk is inside
+                    self.emit(f"p{op}{c} = {self.v_t}({src}[u32({at}) / 4u]);", d)
+                elif vec:  # the chunk is all inside or all outside: its axis' extent % 4 == 0
                     self.emit(f"p{op}{c} = {self.v_t}();", d)
                     self.emit(f"if (g < {bound} && gk < k_hi) {{ p{op}{c} = {self.v_t}("
                               f"{src}[u32({at}) / 4u]); }}", d)
@@ -246,8 +252,9 @@ class _MatmulWriter(_Writer):
                     self.emit(f"var v = {self.v_t}();", d)
                     for j in range(4):  # unrolled: constant lanes keep v in registers
                         g_j, k_j = ("g", f"gk + {j}u") if along_k else (f"g + {j}u", "gk")
-                        self.emit(f"if ({g_j} < {bound} && {k_j} < k_hi) {{ v[{j}] = "
-                                  f"{self.acc_t}({src}[u32({at} + {j} * {step})]); }}", d)
+                        load = f"v[{j}] = {self.acc_t}({src}[u32({at} + {j} * {step})]);"
+                        self.emit(load if t.even else
+                                  f"if ({g_j} < {bound} && {k_j} < k_hi) {{ {load} }}", d)
                     self.emit(f"p{op}{c} = v;", d)
                 self.emit("}", depth)
 
