@@ -83,7 +83,8 @@ async def test_the_short_path_records_what_the_whole_way_records(ref, dtype):
         if not p.doc or p.arity > 2:
             continue
         fn = getattr(af, p.public)
-        seconds = [(x,), (y,)] if p.arity == 1 else [(x, y), (y, x), (x, 2.5), (y, True)]
+        seconds = [(x,), (y,)] if p.arity == 1 else [(x, y), (y, x), (x, 2.5), (y, True),
+                                                           (2.5, x), (False, y)]
         for args in seconds:
             try:
                 _, whole, ids, _ = _record(ref, record.elementwise, p.name, *args)

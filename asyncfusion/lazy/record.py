@@ -223,23 +223,32 @@ def elementwise(op: str, *args: Operand, dtype: DType | None = None) -> Tensor:
     return out
 
 
-# The calls a shorter path records exactly as elementwise() would: (op, the tensor's
-# dtype[, the other operand's dtype (a tensor) or type (a Python bool or float)]) ->
-# (compute dtype, output dtype, the scalar's slot or None), learned from a call that went
-# the whole way. Only calls whose checks depend on operand types alone are learned
-# (no int64 result, which the device decides; no pow, which rewrites some exponents).
+# The calls a shorter path records exactly as elementwise() would: (op, each operand's
+# dtype (a tensor) or type (a Python bool or float)) -> (compute dtype, output dtype, the
+# scalar's slot or None), learned from a call that went the whole way. Only calls whose
+# checks depend on operand types alone are learned (no int64 result, which the device
+# decides; no pow, which rewrites some exponents).
 _SHORT: dict[tuple[object, ...], tuple[DType, DType, ScalarIr | None]] = {}
 
 
-def _learn(key: tuple[object, ...], scalar: bool) -> None:
-    """Note whether the call of ``key``, just recorded the whole way, may take the short
-    path from now on (see :data:`_SHORT`)."""
+def _learn(key: tuple[object, ...], spot: int | None) -> None:
+    """Note whether the call of ``key`` (its Python scalar at position ``spot``, if any),
+    just recorded the whole way, may take the short path from now on (:data:`_SHORT`)."""
     op = key[0]
     if op == "pow":
         return
     compute, out, plain = _RESOLVED[(op, None, *key[1:])]
-    if out is not DType.int64 and (not scalar or plain == (1,)):
-        _SHORT[key] = (compute, out, _SCALAR_IR[compute] if scalar else None)
+    if out is not DType.int64 and plain == (() if spot is None else (spot,)):
+        _SHORT[key] = (compute, out, None if spot is None else _SCALAR_IR[compute])
+
+
+def _result(like: Tensor, dtype: DType) -> tuple[Tensor, TensorIr]:
+    """A new tensor of ``like``'s shape and device, and its record as an output."""
+    out = _new_tensor(Tensor)
+    out.id = tid = new_id()
+    out.shape, out.dtype, out.device, out.layout, out._ir = (like.shape, dtype, like.device,
+                                                            None, None)
+    return out, TensorIr(tid, like.shape, dtype, _NOT_INIT)
 
 
 def unary(op: str, x: Operand) -> Tensor:
@@ -251,55 +260,53 @@ def unary(op: str, x: Operand) -> Tensor:
     hit = _SHORT.get(key)
     if hit is None:
         out = elementwise(op, x)
-        _learn(key, False)
+        _learn(key, None)
         return out
-    compute, out_dtype, _ = hit
+    compute, dtype, _ = hit
+    out, out_ir = _result(x, dtype)
     r = x._ir
-    shape, device = x.shape, x.device
-    out = _new_tensor(Tensor)
-    out.id = tid = new_id()
-    out.shape, out.dtype, out.device, out.layout, out._ir = shape, out_dtype, device, None, None
-    out_ir = TensorIr(tid, shape, out_dtype, _NOT_INIT)
-    device.register(ElementwiseOp(op, (r if r is not None else x.ir(),), (), out_ir, compute),
-                    (x.id,), out_ir)
+    x.device.register(ElementwiseOp(op, (r if r is not None else x.ir(),), (), out_ir,
+                                    compute), (x.id,), out_ir)
     return out
 
 
 def binary(op: str, x1: Operand, x2: Operand) -> Tensor:
-    """``elementwise(op, x1, x2)``, recorded by a shorter path where ``x1`` is a tensor
-    and ``x2`` a Python bool or float, or a tensor of ``x1``'s shape on its device, and
-    the call was learned (:data:`_SHORT`). Anything else takes the whole way."""
-    if type(x1) is not Tensor:
-        return elementwise(op, x1, x2)
-    t2 = type(x2)
-    if t2 is Tensor:
-        if x2.device is not x1.device or x2.shape != x1.shape:  # type: ignore[union-attr]
+    """``elementwise(op, x1, x2)``, recorded by a shorter path for two tensors of one
+    shape on one device, or a tensor and a Python bool or float on either side, once the
+    call was learned (:data:`_SHORT`). Anything else takes the whole way."""
+    t1, t2 = type(x1), type(x2)
+    if t1 is Tensor and t2 is Tensor:
+        a, b = cast(Tensor, x1), cast(Tensor, x2)
+        if b.device is not a.device or b.shape != a.shape:
             return elementwise(op, x1, x2)
-        key: tuple[object, ...] = (op, x1.dtype, x2.dtype)  # type: ignore[union-attr]
-    elif t2 is float or t2 is bool:
-        key = (op, x1.dtype, t2)
+        key: tuple[object, ...] = (op, a.dtype, b.dtype)
+        spot = None
+    elif t1 is Tensor and (t2 is float or t2 is bool):
+        a = b = cast(Tensor, x1)
+        key, spot = (op, a.dtype, t2), 1
+    elif t2 is Tensor and (t1 is float or t1 is bool):
+        a = b = cast(Tensor, x2)
+        key, spot = (op, t1, a.dtype), 0
     else:
         return elementwise(op, x1, x2)
     hit = _SHORT.get(key)
     if hit is None:
         out = elementwise(op, x1, x2)
-        _learn(key, t2 is not Tensor)
+        _learn(key, spot)
         return out
-    compute, out_dtype, sir = hit
-    r = x1._ir
-    shape, device = x1.shape, x1.device
-    out = _new_tensor(Tensor)
-    out.id = tid = new_id()
-    out.shape, out.dtype, out.device, out.layout, out._ir = shape, out_dtype, device, None, None
-    out_ir = TensorIr(tid, shape, out_dtype, _NOT_INIT)
-    if sir is None:
-        r2 = x2._ir  # type: ignore[union-attr]
-        device.register(ElementwiseOp(op, (r if r is not None else x1.ir(),
-                                           r2 if r2 is not None else x2.ir()),  # type: ignore[union-attr]
-                                      (), out_ir, compute), (x1.id, x2.id), out_ir)  # type: ignore[union-attr]
+    compute, dtype, sir = hit
+    out, out_ir = _result(a, dtype)
+    ra, rb = a._ir, b._ir
+    ra = ra if ra is not None else a.ir()
+    if spot is None:
+        args: tuple[TensorIr | ScalarIr, ...] = (ra, rb if rb is not None else b.ir())
+        scalars: tuple[Value, ...] = ()
+        ids: tuple[int, ...] = (a.id, b.id)
     else:
-        device.register(ElementwiseOp(op, (r if r is not None else x1.ir(), sir),
-                                      (cast(Value, x2),), out_ir, compute), (x1.id,), out_ir)
+        assert sir is not None
+        args = (ra, sir) if spot else (sir, ra)
+        scalars, ids = (cast(Value, x2 if spot else x1),), (a.id,)
+    a.device.register(ElementwiseOp(op, args, scalars, out_ir, compute), ids, out_ir)
     return out
 
 
