@@ -1,10 +1,13 @@
-"""Recording one element-wise op: the path every element-wise call takes.
+"""Recording one element-wise op.
 
 :func:`elementwise` checks the operands (tensors of one device, or scalars), broadcasts
 their shapes, applies the registry entry's dtype rule (cached per op and operand types)
 and registers one :class:`~asyncfusion.ir.ElementwiseOp`. The public functions, the
-Tensor operators and their reflected forms all call it with the operands in the order
-the user wrote them, so a scalar on either side follows one rule.
+Tensor operators and their reflected forms call :func:`unary` and :func:`binary` with
+the operands in the order the user wrote them, so a scalar on either side follows one
+rule: those take a short path for the common calls once one such call went through
+:func:`elementwise` (the same record, built without its checks), and hand every other
+call to it.
 """
 
 from __future__ import annotations
@@ -152,8 +155,8 @@ _new_tensor = object.__new__
 def elementwise(op: str, *args: Operand, dtype: DType | None = None) -> Tensor:
     """Record one element-wise op on tensors and Python scalars (numpy broadcasting).
 
-    This is the hot path of every program: one pass over the operands, dtype rules
-    cached per (op, operand types), and nothing else before the op is queued.
+    The whole way: one pass over the operands, dtype rules cached per (op, operand
+    types), and nothing else before the op is queued.
     """
     first: Tensor | None = None
     shape: tuple[int, ...] = ()
