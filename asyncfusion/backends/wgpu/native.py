@@ -1,8 +1,9 @@
-"""The hot path's calls into wgpu-native's C API, past wgpu-py's wrappers.
+"""Calls into wgpu-native's C API past wgpu-py's wrappers: the hot path's, and the one
+that compiles generated kernels without naga's runtime checks.
 
 wgpu-py wraps each C call in an error capture and builds Python objects around it: a few
 microseconds each, several per launch and per read, which a small round trip pays in
-full. Two places call the C API directly.
+full. Two places on the hot path call the C API directly.
 
 Reads (:class:`NativeMap`). wgpu-py's ``GPUBuffer.map_async`` wakes its poller thread for
 every map (a token and a ``threading.Event``), builds a promise and a callback per call,
@@ -20,10 +21,14 @@ Dispatches (:class:`NativePass`): a compute pass's ``set_pipeline``, ``set_bind_
 encoded: wgpu-native records a bad one in the encoder, and ``encoder.finish()`` (through
 wgpu-py, checked) raises it.
 
+Kernels asyncfusion generates (:class:`TrustedModules`) are compiled through
+``wgpuDeviceCreateShaderModuleTrusted``, which wgpu-py does not offer.
+
 These are internals of wgpu-py 0.32 (``wgpu.backends.wgpu_native._api.libf`` and ``_ffi``)
-and of wgpu-native's C API (``WGPUBufferMapCallbackInfo``); :func:`native_map` and
-:func:`native_pass` return None where they are missing, and the runtime then goes through
-wgpu-py's methods. ``tests/test_host_path.py`` fails loudly when a release changes them.
+and of wgpu-native's C API (``WGPUBufferMapCallbackInfo``); :func:`native_map`,
+:func:`native_pass` and :func:`trusted_modules` return None where they are missing,
+and the runtime then goes through wgpu-py's methods (modules: with naga's checks).
+``tests/test_host_path.py`` fails loudly when a release changes them.
 """
 
 from __future__ import annotations
