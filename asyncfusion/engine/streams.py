@@ -281,8 +281,7 @@ class Streams:
     def _apply_drops(self, count: int) -> None:
         drops = self.drops
         self.epoch += 1
-        producer, pending, use_queue, queues = (self.producer, self.pending_uses,
-                                                self.use_queue, self._queues)
+        producer, pending = self.producer, self.pending_uses
         for _ in range(count):
             tid = drops.popleft()
             prod = producer.get(tid)
@@ -290,8 +289,8 @@ class Streams:
                 self.dropped.add(tid)
             n = pending.get(tid, 0)
             if n:
-                q = use_queue.get(tid)  # _sole_user, inlined: it runs for most drops
-                if q is not None and queues.get(q.key) is q and q.uses.get(tid, 0) == n:
+                q = self._sole_user(tid, n)
+                if q is not None:
                     q.mark_last_use(q.last[tid] - q.base, tid)
                 else:
                     self.deferred.add(tid)

@@ -228,21 +228,23 @@ def elementwise(op: str, *args: Operand, dtype: DType | None = None) -> Tensor:
 
 # The calls a shorter path records exactly as elementwise() would: (op, each operand's
 # dtype (a tensor) or type (a Python bool or float)) -> (compute dtype, output dtype, the
-# scalar's slot or None), learned from a call that went the whole way. Only calls whose
-# checks depend on operand types alone are learned (no int64 result, which the device
-# decides; no pow, which rewrites some exponents).
-_SHORT: dict[tuple[object, ...], tuple[DType, DType, ScalarIr | None]] = {}
+# scalar's slot or None), learned from a call that went the whole way; None for a call
+# that always goes the whole way. Only calls whose checks depend on operand types alone
+# are learned (no int64 result, which the device decides; no pow, which rewrites some
+# exponents).
+_SHORT: dict[tuple[object, ...], tuple[DType, DType, ScalarIr | None] | None] = {}
 
 
 def _learn(key: tuple[object, ...], spot: int | None) -> None:
     """Note whether the call of ``key`` (its Python scalar at position ``spot``, if any),
     just recorded the whole way, may take the short path from now on (:data:`_SHORT`)."""
     op = key[0]
-    if op == "pow":
-        return
-    compute, out, plain = _RESOLVED[(op, None, *key[1:])]
-    if out is not DType.int64 and plain == (() if spot is None else (spot,)):
-        _SHORT[key] = (compute, out, None if spot is None else _SCALAR_IR[compute])
+    short = None
+    if op != "pow":
+        compute, out, plain = _RESOLVED[(op, None, *key[1:])]
+        if out is not DType.int64 and plain == (() if spot is None else (spot,)):
+            short = (compute, out, None if spot is None else _SCALAR_IR[compute])
+    _SHORT[key] = short
 
 
 def _result(like: Tensor, dtype: DType) -> tuple[Tensor, TensorIr]:
@@ -263,7 +265,8 @@ def unary(op: str, x: Operand) -> Tensor:
     hit = _SHORT.get(key)
     if hit is None:
         out = elementwise(op, x)
-        _learn(key, None)
+        if key not in _SHORT:
+            _learn(key, None)
         return out
     compute, dtype, _ = hit
     out, out_ir = _result(x, dtype)
@@ -295,7 +298,8 @@ def binary(op: str, x1: Operand, x2: Operand) -> Tensor:
     hit = _SHORT.get(key)
     if hit is None:
         out = elementwise(op, x1, x2)
-        _learn(key, spot)
+        if key not in _SHORT:
+            _learn(key, spot)
         return out
     compute, dtype, sir = hit
     out, out_ir = _result(a, dtype)
