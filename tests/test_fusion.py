@@ -83,6 +83,21 @@ async def test_plan_cache_second_run_explores_nothing(dev):
     assert second.kernels_generated == first.kernels_generated
 
 
+async def test_a_full_plan_cache_forgets_the_least_recently_used_plan(dev):
+    x = af.rand(64, seed=1, device=dev)
+    await dev.sync()
+    dev._server.executor.runner.max_plans = 2
+    programs = {"a": lambda: x + 1.0, "b": lambda: x * 2.0, "c": lambda: x - 3.0}
+
+    async def misses(name):
+        before = dev.stats().plan_cache_misses
+        await programs[name]().to_data()
+        return dev.stats().plan_cache_misses - before
+
+    assert [await misses(n) for n in "abac"] == [1, 1, 0, 1]  # c pushes b out, not a
+    assert [await misses(n) for n in "ab"] == [0, 1]
+
+
 async def test_plan_is_relative_to_ids_sizes_and_scalar_values(dev):
     outs = []
     for n, k in ((1000, 0.5), (2000, 0.7), (1000, 0.9)):

@@ -78,13 +78,16 @@ async def test_the_short_path_records_what_the_whole_way_records(ref, dtype):
 
     x = af.tensor(np.array([1, 0, 3, 2], dtype=dtype), device=ref)
     y = af.tensor(np.array([2, 1, 1, 0], dtype=dtype), device=ref)
+    m = af.tensor(np.arange(8).reshape(2, 1, 4).astype(dtype), device=ref)
+    c = af.tensor(np.array([[1], [0], [2]], dtype=dtype), device=ref)
     compared = 0
     for p in PRIMITIVES.values():
         if not p.doc or p.arity > 2:
             continue
         fn = getattr(af, p.public)
         seconds = [(x,), (y,)] if p.arity == 1 else [(x, y), (y, x), (x, 2.5), (y, True),
-                                                           (2.5, x), (False, y)]
+                                                           (2.5, x), (False, y), (m, x),
+                                                           (x, m), (c, x), (m, c)]
         for args in seconds:
             try:
                 _, whole, ids, _ = _record(ref, record.elementwise, p.name, *args)
@@ -111,4 +114,26 @@ async def test_calls_the_short_path_does_not_learn_still_raise_and_broadcast(ref
         np.testing.assert_array_equal(await (f + row).to_data(), np.ones((2, 3)) + np.arange(3))
         with pytest.raises(af.DTypeError, match="does not fit"):
             i + 300
+        with pytest.raises(af.ShapeError, match=r"\(2, 3\) and \(2,\) do not broadcast"):
+            f + row[:2]
         np.testing.assert_array_equal(await (f ** 2).to_data(), np.ones((2, 3)))
+
+
+async def test_a_square_exponent_records_square_by_either_path(ref):
+    f = af.tensor(np.array([1.5, -2.0], np.float32), device=ref)
+    i = af.tensor(np.array([3, -4], np.int32), device=ref)
+    for x, e, op in ((f, 2, "square"), (f, 2.0, "square"), (i, 2, "square"), (i, 2.0, "pow"),
+                     (f, 3, "pow")):
+        for _ in range(2):  # the whole way, then the short one
+            out, rec, _, _ = _record(ref, lambda: x ** e)
+            assert rec.op == op, (x.dtype, e)
+            np.testing.assert_allclose(await out.to_data(), np.asarray(await x.to_data()) ** e)
+
+
+async def test_a_broadcast_larger_than_the_largest_buffer_raises_on_either_path(dev):
+    col, row = af.zeros((2**16, 1), device=dev), af.zeros((1, 2**16), device=dev)
+    col + col  # learns add of two float32 tensors
+    for _ in range(2):
+        with pytest.raises(af.LimitError, match="largest buffer"):
+            col + row
+    np.testing.assert_array_equal(await (col[:2] + row[:, :3]).to_data(), np.zeros((2, 3)))

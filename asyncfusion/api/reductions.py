@@ -26,19 +26,34 @@ __all__ = ["reduce", "sum", "prod", "max", "min", "any", "all", "argmax", "argmi
            "clip"]
 
 
-def _axes(x: Tensor, axis: Axes, what: str) -> tuple[int, ...]:
+_Reduced = tuple[tuple[int, ...], tuple[int, ...], int]
+_REDUCED: dict[tuple[tuple[int, ...], int | None, bool], _Reduced] = {}
+_REDUCED_KEPT = 4096
+
+
+def _reduced(x: Tensor, axis: Axes, keepdims: bool, what: str) -> _Reduced:
+    """(the axes, the result's shape, how many elements each result folds) of reducing
+    ``x`` over ``axis``, or the AxisError that explains it; remembered per shape where
+    ``axis`` is None or an int (not a bool or float, which hash as ints)."""
+    key = (x.shape, axis, bool(keepdims)) if axis is None or type(axis) is int else None
+    hit = _REDUCED.get(key) if key is not None else None
+    if hit is not None:
+        return hit
+    shape = x.shape
     if axis is None:
-        return tuple(range(x.ndim))
-    seq = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
-    axes = tuple(sorted(normalize_axis(a, x.ndim, what) for a in seq))
-    if len(set(axes)) != len(axes):
-        raise AxisError(f"{what}: axis {axis} names an axis twice")
-    return axes
-
-
-def _out_shape(x: Tensor, axes: tuple[int, ...], keepdims: bool) -> tuple[int, ...]:
-    return tuple(1 if d in axes else s for d, s in enumerate(x.shape)
-                 if keepdims or d not in axes)
+        axes = tuple(range(len(shape)))
+    else:
+        seq = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+        axes = tuple(sorted(normalize_axis(a, len(shape), what) for a in seq))
+        if len(set(axes)) != len(axes):
+            raise AxisError(f"{what}: axis {axis} names an axis twice")
+    out = tuple(1 if d in axes else s for d, s in enumerate(shape) if keepdims or d not in axes)
+    plan = (axes, out, numel(tuple(shape[d] for d in axes)))
+    if key is not None:
+        if len(_REDUCED) >= _REDUCED_KEPT:
+            _REDUCED.clear()
+        _REDUCED[key] = plan
+    return plan
 
 
 def reduce(op: str, x: Tensor, axis: Axes = None, keepdims: bool = False) -> Tensor:
@@ -48,7 +63,7 @@ def reduce(op: str, x: Tensor, axis: Axes = None, keepdims: bool = False) -> Ten
     spec = REDUCTIONS[op]
     if spec.arg and isinstance(axis, (tuple, list)):
         raise AxisError(f"{what} takes one axis or None (all axes, flattened), not {axis!r}")
-    axes = _axes(x, axis, what)
+    axes, shape, folded = _reduced(x, axis, keepdims, what)
     check_binding(numel(x.shape) * x.dtype.itemsize, x.device, what,
                   "reduce parts of it and combine them, e.g. t[:h].sum() + t[h:].sum()")
     if spec.logical:
@@ -57,7 +72,7 @@ def reduce(op: str, x: Tensor, axis: Axes = None, keepdims: bool = False) -> Ten
     elif x.dtype is DType.bool:
         raise DTypeError(f"{what} is not defined for bool tensors; use "
                          ".astype(asyncfusion.int32) first (or any()/all())")
-    if numel(tuple(x.shape[d] for d in axes)) == 0 and not spec.empty:
+    if folded == 0 and not spec.empty:
         raise ShapeError(f"{what} of an empty tensor (shape {x.shape}) has no value; "
                          "check the size before reducing")
     dtype = spec.out_dtype(x.dtype)
@@ -65,9 +80,8 @@ def reduce(op: str, x: Tensor, axis: Axes = None, keepdims: bool = False) -> Ten
         if spec.arg:
             return elementwise("mul", x, 0)
         return elementwise("copy", x) if dtype is x.dtype else x.astype(dtype)
-    shape = _out_shape(x, axes, keepdims)
     check_size(shape, x.device, what, dtype)
-    if numel(tuple(x.shape[d] for d in axes)) > _SPLIT_AT:
+    if folded > _SPLIT_AT:
         return _split(op, x, axes, shape)
     out = Tensor(shape, dtype, x.device)
     out_ir = out.out_ir()
@@ -179,7 +193,7 @@ def _split_arg(op: str, chunked: Tensor, tail: Tensor | None, m: int) -> Tensor:
 
 
 def _count(x: Tensor, axis: Axes, what: str) -> int:
-    return numel(tuple(x.shape[d] for d in _axes(x, axis, what)))
+    return _reduced(x, axis, False, what)[2]
 
 
 def _as_float(x: Tensor) -> Tensor:
@@ -215,8 +229,7 @@ def logsumexp(x: Tensor, axis: Axes = -1, keepdims: bool = False) -> Tensor:
     xf = _as_float(x)
     m = reduce("max", xf, axis, keepdims=True)
     out = reduce("sum", (xf - m).exp(), axis, keepdims=True).log() + m
-    return out if keepdims else out.reshape(_out_shape(xf, _axes(xf, axis, "logsumexp()"),
-                                                       False))
+    return out if keepdims else out.reshape(_reduced(xf, axis, False, "logsumexp()")[1])
 
 
 def softmax(x: Tensor, axis: int = -1) -> Tensor:

@@ -8,7 +8,6 @@ cache, so the two differ only in what the explorer may fuse.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable
 from ..backends.base import Backend
 from ..fusers import ElementwiseFuser, Fuser, MatmulFuser, ReduceFuser
@@ -32,7 +31,11 @@ class Runner:
         # debug mode: shown every segment's (key, plan, ops, ids) (engine/kept.py)
         self.observe: Callable[[PlanKey, list[Step], list[OperationIr], list[int]],
                                None] | None = None
-        self.plans: OrderedDict[PlanKey, list[Step]] = OrderedDict()
+        # key -> [plan, the lookup that last used it]: the least recently used goes first
+        # (a stamp, not move_to_end, which would hash the deep key a second time per hit)
+        self.plans: dict[PlanKey, list[Step]] = {}
+        self._used: dict[int, int] = {}  # id(plan) -> its last lookup
+        self._lookups = 0
         self.fusers: list[Fuser] = [ElementwiseFuser(backend.max_storage_bindings, max_ops),
                                     ReduceFuser(backend.max_storage_bindings, max_ops),
                                     MatmulFuser(backend.max_storage_bindings, max_ops)]
@@ -59,14 +62,22 @@ class Runner:
             self.counters.plan_cache_misses += 1
             plan = self.plan(ops, rn.rel)
             if len(self.plans) >= self.max_plans:
-                self.plans.popitem(last=False)
+                self._evict()
             self.plans[key] = plan
         else:
             self.counters.plan_cache_hits += 1
-            self.plans.move_to_end(key)
+        self._lookups += 1
+        self._used[id(plan)] = self._lookups
         if self.observe is not None:
             self.observe(key, plan, ops, rn.ids)
         return key, plan, rn.ids
+
+
+    def _evict(self) -> None:
+        """Forget the least recently used plan (a scan: only when the cache is full)."""
+        used = self._used
+        key, plan = min(self.plans.items(), key=lambda kv: used[id(kv[1])])
+        del self.plans[key], used[id(plan)]
 
 
 class Fusion(Runner):

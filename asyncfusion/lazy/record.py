@@ -12,7 +12,7 @@ call to it.
 
 from __future__ import annotations
 
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -22,6 +22,9 @@ from .._core.shapes import broadcast_shapes, check_size
 from ..ir import ElementwiseOp, ScalarIr, TensorIr, TensorStatus
 from ..ops import PRIMITIVES
 from .tensor import Operand, Scalar, Tensor, new_id
+
+if TYPE_CHECKING:
+    from ..runtime.device import Device
 
 __all__ = ["elementwise", "unary", "binary", "scalar_dtype", "float_scalar", "what"]
 
@@ -191,9 +194,8 @@ def elementwise(op: str, *args: Operand, dtype: DType | None = None) -> Tensor:
                             f"allowed ({first.dtype.label} tensor ** {args[1]}; numpy refuses "
                             "it too); cast to float first: "
                             f"t.astype(asyncfusion.float32) ** {args[1]}")
-        if args[1] == 2 and (type(args[1]) is int or first.dtype.is_float) \
-                and first.dtype is not DType.bool:
-            return elementwise("square", first)  # x ** 2 is exactly x * x, and far cheaper
+        if _squares(first, args[1]):
+            return elementwise("square", first)
     key = tuple(kinds)
     resolved = _RESOLVED.get(key)
     if resolved is None:
@@ -226,6 +228,13 @@ def elementwise(op: str, *args: Operand, dtype: DType | None = None) -> Tensor:
     return out
 
 
+def _squares(x: Tensor, exponent: int | float) -> bool:
+    """Whether ``x ** exponent`` is recorded as ``square(x)``: exactly x * x, and far
+    cheaper than pow."""
+    return exponent == 2 and (type(exponent) is int or x.dtype.is_float) \
+        and x.dtype is not DType.bool
+
+
 # The calls a shorter path records exactly as elementwise() would: (op, each operand's
 # dtype (a tensor) or type (a Python bool or float)) -> (compute dtype, output dtype, the
 # scalar's slot or None), learned from a call that went the whole way; None for a call
@@ -247,13 +256,28 @@ def _learn(key: tuple[object, ...], spot: int | None) -> None:
     _SHORT[key] = short
 
 
-def _result(like: Tensor, dtype: DType) -> tuple[Tensor, TensorIr]:
-    """A new tensor of ``like``'s shape and device, and its record as an output."""
+def _result(shape: tuple[int, ...], device: Device, dtype: DType) -> tuple[Tensor, TensorIr]:
+    """A new tensor of ``shape`` on ``device``, and its record as an output."""
     out = _new_tensor(Tensor)
     out.id = tid = new_id()
-    out.shape, out.dtype, out.device, out.layout, out._ir = (like.shape, dtype, like.device,
-                                                            None, None)
-    return out, TensorIr(tid, like.shape, dtype, _NOT_INIT)
+    out.shape, out.dtype, out.device, out.layout, out._ir = shape, dtype, device, None, None
+    return out, TensorIr(tid, shape, dtype, _NOT_INIT)
+
+
+# Broadcast shapes of tensor pairs the short path met: (shape, shape) -> their shape.
+_BROADCAST: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, ...]] = {}
+_BROADCAST_KEPT = 4096
+
+
+def _broadcast(op: str, a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """:func:`broadcast_shapes` of ``a`` and ``b`` (its error on a mismatch), remembered."""
+    shape = _BROADCAST.get((a, b))
+    if shape is None:
+        shape = broadcast_shapes(a, b, what(op))
+        if len(_BROADCAST) >= _BROADCAST_KEPT:
+            _BROADCAST.clear()
+        _BROADCAST[a, b] = shape
+    return shape
 
 
 def unary(op: str, x: Operand) -> Tensor:
@@ -269,7 +293,7 @@ def unary(op: str, x: Operand) -> Tensor:
             _learn(key, None)
         return out
     compute, dtype, _ = hit
-    out, out_ir = _result(x, dtype)
+    out, out_ir = _result(x.shape, x.device, dtype)
     r = x._ir
     x.device.register(ElementwiseOp(op, (r if r is not None else x.ir(),), (), out_ir,
                                     compute), (x.id,), out_ir)
@@ -277,16 +301,19 @@ def unary(op: str, x: Operand) -> Tensor:
 
 
 def binary(op: str, x1: Operand, x2: Operand) -> Tensor:
-    """``elementwise(op, x1, x2)``, recorded by a shorter path for two tensors of one
-    shape on one device, or a tensor and a Python bool or float on either side, once the
-    call was learned (:data:`_SHORT`). Anything else takes the whole way."""
+    """``elementwise(op, x1, x2)``, recorded by a shorter path for two tensors on one
+    device (their shapes broadcast), or a tensor and a Python bool or float on either
+    side, once the call was learned (:data:`_SHORT`). Anything else takes the whole way."""
     t1, t2 = type(x1), type(x2)
     if t1 is Tensor and t2 is Tensor:
         a, b = cast(Tensor, x1), cast(Tensor, x2)
-        if b.device is not a.device or b.shape != a.shape:
+        if b.device is not a.device:
             return elementwise(op, x1, x2)
         key: tuple[object, ...] = (op, a.dtype, b.dtype)
         spot = None
+    elif op == "pow" and t1 is Tensor and (t2 is int or t2 is float) \
+            and _squares(cast(Tensor, x1), cast(int | float, x2)):
+        return unary("square", x1)
     elif t1 is Tensor and (t2 is float or t2 is bool):
         a = b = cast(Tensor, x1)
         key, spot = (op, a.dtype, t2), 1
@@ -302,7 +329,12 @@ def binary(op: str, x1: Operand, x2: Operand) -> Tensor:
             _learn(key, spot)
         return out
     compute, dtype, sir = hit
-    out, out_ir = _result(a, dtype)
+    shape = a.shape
+    if b.shape != shape:
+        shape = _broadcast(op, shape, b.shape)
+        if shape != a.shape:
+            check_size(shape, a.device, what(op), dtype)
+    out, out_ir = _result(shape, a.device, dtype)
     ra, rb = a._ir, b._ir
     ra = ra if ra is not None else a.ir()
     if spot is None:
