@@ -88,6 +88,7 @@ class CounterSnapshot:
     rounds: int = 0  # executor rounds (each: every request that arrived since the last)
     signed_ops: int = 0  # ops whose part of a segment's relative signature was built
     queues_scanned: int = 0  # stream queues looked at for dead work (reclaiming)
+    early_starts: int = 0  # queued work run before its read, as large work apart began
 
 
 @dataclass
@@ -106,6 +107,7 @@ class Counters:
     rounds: int = 0
     signed_ops: int = 0
     queues_scanned: int = 0
+    early_starts: int = 0
 
     def launch(self, name: str) -> None:
         self.launches += 1
@@ -119,7 +121,7 @@ class Counters:
                                self.plan_cache_hits, self.plan_cache_misses,
                                self.kernels_generated, self.submissions, dict(self.kernels),
                                self.batched_instances, self.rounds, self.signed_ops,
-                               self.queues_scanned)
+                               self.queues_scanned, self.early_starts)
 
     def reset(self) -> None:
         fresh = Counters()

@@ -112,6 +112,16 @@ class Executor:
         if any(r.empty_cache for r in requests):
             self.backend.empty_cache()
 
+    def advance(self, key: Hashable) -> None:
+        """Run stream ``key``'s ops up to its latest mark (:meth:`Streams.mark`) and submit
+        them (executor thread, between rounds), so the device starts on them while the
+        task records the work that follows."""
+        upto = self.streams.marked(key)
+        if upto is not None:
+            self.counters.early_starts += 1
+            self.drain(key, upto)
+            self.backend.flush()
+
     def idle(self) -> None:
         """Between rounds (executor thread, no job waiting): the backend gets the next
         round ready. A failure here is the next round's to meet, not this thread's."""

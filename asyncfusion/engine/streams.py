@@ -107,12 +107,18 @@ class StreamId:
         return current_stream()[0]
 
 
+# A registration as the log holds it: (stream, owner, op, input ids, output); the op and
+# output are None in a mark (Streams.mark).
+_Entry = tuple[Hashable, object, "OperationIr | None", "tuple[int, ...] | list[int]",
+               "TensorIr | None"]
+
+
 class StreamQueue:
     """Pending ops of one stream. ``base`` is the sequence number of ``ops[0]``;
     ``owner`` is a weak reference to the task or thread that registers on it."""
 
     __slots__ = ("key", "ops", "base", "uses", "last", "owner", "pruned", "made", "reads",
-                 "releases", "whole")
+                 "releases", "whole", "mark")
 
     def __init__(self, key: Hashable, owner: object) -> None:
         self.key = key
@@ -128,6 +134,7 @@ class StreamQueue:
         self.reads: set[int] = set()  # tensors its ops read that were made before them
         self.releases: set[int] = set()  # tensors its ops free (last uses, drops)
         self.whole = True
+        self.mark = 0  # sequence number of the latest op begun apart (Streams.mark)
 
     def mark_last_use(self, i: int, tid: int) -> None:
         """Op ``i`` is the last use of ``tid``: it may free or reuse its storage."""
@@ -162,8 +169,8 @@ class Streams:
     def __init__(self, flush_threshold: int = 512) -> None:
         self.lock = threading.RLock()  # RLock: debug mode asks whether it is held
         self._queues: dict[Hashable, StreamQueue] = {}
-        self.log: collections.deque[tuple[Hashable, object, OperationIr, tuple[int, ...] | list[int],
-                                          TensorIr]] = collections.deque()
+        # registrations; an entry of no op marks where large work apart began (mark())
+        self.log: collections.deque[_Entry] = collections.deque()
         # Tensor.__del__ appends here directly: deque.append is atomic, re-entrant and
         # never blocks, so it is safe on any thread, at any moment.
         self.drops: collections.deque[int] = collections.deque()
@@ -199,6 +206,19 @@ class Streams:
                     out))
         return len(log)
 
+    def mark(self, key: Hashable, owner: object) -> None:
+        """Note that stream ``key``'s next op begins work apart from what it queued so
+        far: :meth:`marked` then names the ops before it (any thread, like ``register``)."""
+        self.log.append((key, owner, None, (), None))
+
+    def marked(self, key: Hashable) -> int | None:
+        """The sequence number that ends stream ``key``'s ops before its latest mark, if
+        any of them is still queued."""
+        with self.lock:
+            self._absorb()
+            q = self._queues.get(key)
+            return q.mark if q is not None and q.mark > q.base else None
+
     def _absorb(self) -> None:
         """Take in the logged registrations, then the drops that came before them (lock
         held). A drop is logged after every use of its tensor (a dropped tensor has no
@@ -210,9 +230,7 @@ class Streams:
         if drops:
             self._apply_drops(drops)
 
-    def _enqueue(self, log: collections.deque[tuple[Hashable, object, OperationIr,
-                                                    tuple[int, ...] | list[int], TensorIr]]
-                 ) -> None:
+    def _enqueue(self, log: collections.deque[_Entry]) -> None:
         """Every logged registration into its stream's queue, with the queue's liveness
         and the device's use counts (lock held; one loop, the state it touches at hand)."""
         queues, pending, use_queue, producer = (self._queues, self.pending_uses,
@@ -223,6 +241,11 @@ class Streams:
         pop = log.popleft
         while log:
             key, owner, op, inputs, out = pop()
+            if op is None:  # a mark: the ops queued so far end before work apart
+                marked = queues.get(key)
+                if marked is not None:
+                    marked.mark = marked.base + len(marked.ops)
+                continue
             if q is None or key != qkey:
                 qkey = key
                 q = queues.get(key)
@@ -232,6 +255,7 @@ class Streams:
                         self.fresh.append((key, weakref.ref(owner)))
             ops = q.ops
             seq = q.base + len(ops)
+            assert out is not None
             ops.append(op)
             uses, last, made = q.uses, q.last, q.made
             for tid in inputs:

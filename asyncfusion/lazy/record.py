@@ -194,7 +194,7 @@ def elementwise(op: str, *args: Operand, dtype: DType | None = None) -> Tensor:
                             f"allowed ({first.dtype.label} tensor ** {args[1]}; numpy refuses "
                             "it too); cast to float first: "
                             f"t.astype(asyncfusion.float32) ** {args[1]}")
-        if _squares(first, args[1]):
+        if _squares(first, cast(int | float, args[1])):
             return elementwise("square", first)
     key = tuple(kinds)
     resolved = _RESOLVED.get(key)

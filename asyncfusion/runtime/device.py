@@ -28,7 +28,8 @@ from ..engine.executor import Executor, Request
 from ..engine.request import Readable
 from ..engine.streams import StreamId, Streams, current_stream
 from .._core.errors import BlockingCallError, DeviceClosedError, DeviceMismatchError
-from ..ir import OperationIr, TensorIr
+from ..fusers.base import APART_AT
+from ..ir import OperationIr, ReduceOp, TensorIr, numel
 from ..trace import Counters, CounterSnapshot
 from .admission import Admission
 from .collector import freeze_survivors, space_young_collections
@@ -41,6 +42,21 @@ if TYPE_CHECKING:
     from ..backends.wgpu.adapters import Adapter
 
 __all__ = ["Device", "as_device", "DEVICES"]
+
+_LARGE_STREAMS = 1024  # streams early_start follows at once, at most
+_LARGE: dict[tuple[int, ...], bool] = {}  # shape -> numel(shape) >= APART_AT
+
+
+def _large_space(op: OperationIr, out: TensorIr) -> bool:
+    """Whether ``op`` works over :data:`APART_AT` elements or more (a reduction: its
+    input's; any other op: its output's)."""
+    shape = op.input.shape if type(op) is ReduceOp else out.shape
+    large = _LARGE.get(shape)
+    if large is None:
+        if len(_LARGE) >= 4096:
+            _LARGE.clear()
+        large = _LARGE[shape] = numel(shape) >= APART_AT
+    return large
 
 _numbers = itertools.count(1)
 DEVICES: weakref.WeakSet[Device] = weakref.WeakSet()  # every device of this process
@@ -81,6 +97,9 @@ class Device:
         self.transfers = Transfers()  # copies from other devices, settled before reads
         self.copy_work = CopyWork(weakref.ref(self))
         self._kept = self._server.executor.kept  # debug mode: notes where tensors are made
+        # early_start: per stream, the tensors its queued ops touched since it began large
+        # work (none: no large work queued since its last read or early start)
+        self._large: dict[Hashable, set[int]] | None = {} if opts.early_start else None
         self._portal: BlockingPortal | None = None
         self._closed = False
         self.number = next(_numbers)
@@ -185,11 +204,41 @@ class Device:
             raise self._server._dead_error()
         key, owner = current_stream()
         streams = self.streams
+        large = self._large
+        if large is not None:
+            touched = large.get(key)
+            if touched is not None or _large_space(op, out):
+                self._start_apart(key, owner, touched, op, inputs, out)
         n = streams.register(key, op, inputs, out, owner)
         if self._kept is not None:
             self._kept.note(out, key)
         if n % streams.flush_threshold == 0:
             self._poke()  # maybe a long queue to run, or many streams, some ended
+
+    def _start_apart(self, key: Hashable, owner: object, touched: set[int] | None,
+                     op: OperationIr, inputs: tuple[int, ...] | list[int],
+                     out: TensorIr) -> None:
+        """Before ``op`` queues on stream ``key``: where the stream holds large work that
+        ``op``, itself large, shares no tensor with (the fuser's :data:`APART_AT` rule:
+        ``op`` would start a kernel of its own), mark the stream and have the executor run
+        what came before now (``early_start``; the server's loop thread only). Then note
+        the tensors ``op`` touches. An upload (no input, not fusible) touches nothing: no
+        kernel of the fuser's holds it."""
+        large = self._large
+        assert large is not None
+        if not inputs and not op.fusible:
+            return
+        if touched is None:
+            if len(large) >= _LARGE_STREAMS:  # streams that ended with large work queued
+                large.clear()
+            touched = large[key] = set()
+        elif inputs and touched.isdisjoint(inputs) and _large_space(op, out) \
+                and threading.get_ident() == self._server.thread:
+            self.streams.mark(key, owner)
+            self._server.advance(key)
+            touched.clear()
+        touched.update(inputs)
+        touched.update(t.id for t in op.outputs())
 
     def register_on(self, key: tuple[str, int], op: OperationIr, out: TensorIr) -> None:
         """Queue ``op`` (which reads no tensor of this device) on a stream of its own,
@@ -216,6 +265,7 @@ class Device:
         if self.closed:
             raise self._server._dead_error()
         stream = StreamId.current()
+        self._read_whole(stream, sync)
         if threading.get_ident() == self._server.thread:
             return await self._in_loop(stream, tensor, sync, empty)
         portal = self._require_portal()
@@ -229,6 +279,16 @@ class Device:
             await self.transfers.settle()
         return await self._server.request(Request(stream, tensor, empty), sync)
 
+    def _read_whole(self, stream: Hashable, every: bool) -> None:
+        """A read runs its stream's queue whole (a sync, ``every``: every stream's): the
+        large work early_start follows there starts afresh."""
+        large = self._large
+        if large:
+            if every:
+                large.clear()
+            else:
+                large.pop(stream, None)
+
     def _blocking(self, tensor: Readable | None, sync: bool, what: str, settle: bool = True
                   ) -> np.ndarray | None:
         if in_event_loop():
@@ -238,6 +298,7 @@ class Device:
                 f"()' instead")
         if self.closed:
             raise self._server._dead_error()
+        self._read_whole(StreamId.current(), sync)
         out: np.ndarray | None = self._require_portal().call(
             self._in_loop, StreamId.current(), tensor, sync, False, settle)
         return out
@@ -252,6 +313,7 @@ class Device:
         if self.closed:
             raise self._server._dead_error()
         stream = StreamId.current()
+        self._read_whole(stream, False)
         if threading.get_ident() == self._server.thread:
             return await self._many_in_loop(stream, tensors)
         portal = self._require_portal()

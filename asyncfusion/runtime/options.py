@@ -38,6 +38,11 @@ class DeviceOptions:
         best: 512 on a GPU, 256 on a CPU adapter).
     :param flush_threshold: queued ops of one stream that make the server run them
         without a read.
+    :param early_start: start a task's queued work before its read when the task begins
+        large work that shares no tensor with it (an op over 16M elements or more, the
+        size at which the fuser gives independent work a kernel of its own anyway): the
+        executor thread runs what came before while the task records on, so the GPU
+        starts instead of waiting for the read (False: nothing runs before a read).
     :param max_pending: requests admitted at once by :meth:`Device.admit` (None: no limit);
         the rest wait or get :class:`~asyncfusion.Overloaded`.
     :param max_round: requests one round serves at most (None: all that wait), so a
@@ -80,6 +85,7 @@ class DeviceOptions:
     max_storage_bindings: int | None = None
     workgroup: int | None = None
     flush_threshold: int = 512
+    early_start: bool = True
     max_pending: int | None = None
     max_round: int | None = None
     target_latency_ms: float | None = None
@@ -109,7 +115,7 @@ class DeviceOptions:
                               "included, through WebGPU: Vulkan, Metal, D3D12) or 'numpy' "
                               "(the host reference): af.open_device('wgpu')")
         self.adapter_index()
-        for flag in ("fusion", "freeze_gc"):
+        for flag in ("fusion", "freeze_gc", "early_start"):
             if not isinstance(getattr(self, flag), bool):
                 raise TypeError(f"{flag} must be True or False, not {getattr(self, flag)!r}")
         for name, low, optional in (("max_storage_bindings", 4, True), ("workgroup", 1, True),

@@ -21,7 +21,7 @@ import gc
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 import anyio
 import numpy as np
@@ -98,6 +98,26 @@ class Server:
             self._start()
         elif self.wake is not None:
             self.wake.set()
+
+    def advance(self, key: Hashable) -> None:
+        """Run stream ``key``'s ops up to its latest mark on the executor thread now, in
+        order with rounds, with no request and no reply (event-loop thread of the server
+        only): see :meth:`Executor.advance`."""
+        if self.worker is not None and self.error is None and not self.stopped:
+            self.worker.submit(functools.partial(self._advance, key), self._advanced)
+
+    def _advance(self, key: Hashable) -> Exception | None:
+        try:
+            self.executor.advance(key)
+        except Exception as exc:  # noqa: BLE001 - a bug: told on the loop, as _start's are
+            return exc
+        return None
+
+    def _advanced(self, error: Exception | None) -> None:
+        if error is not None and self.error is None:
+            self.error = error
+            self._fail(self.inbox, self._dead_error())
+            self.poke()
 
     def poke(self) -> None:
         """Ask the server task for a round (long queues, drops, a stop)."""
