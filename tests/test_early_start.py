@@ -21,7 +21,7 @@ RNG = np.random.default_rng(11)
 def small_large(monkeypatch):
     monkeypatch.setattr(fuser_base, "APART_AT", LARGE)
     monkeypatch.setattr(device_module, "APART_AT", LARGE)
-    monkeypatch.setattr(device_module, "_LARGE", {})
+    monkeypatch.setattr(device_module, "_LARGE", device_module._Large())
 
 
 def _softmax_np(x):

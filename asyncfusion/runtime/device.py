@@ -44,19 +44,25 @@ if TYPE_CHECKING:
 __all__ = ["Device", "as_device", "DEVICES"]
 
 _LARGE_STREAMS = 1024  # streams early_start follows at once, at most
-_LARGE: dict[tuple[int, ...], bool] = {}  # shape -> numel(shape) >= APART_AT
+
+
+class _Large(dict[tuple[int, ...], bool]):
+    """shape -> whether it holds :data:`APART_AT` elements or more, learned on lookup."""
+
+    def __missing__(self, shape: tuple[int, ...]) -> bool:
+        if len(self) >= 4096:
+            self.clear()
+        large = self[shape] = numel(shape) >= APART_AT
+        return large
+
+
+_LARGE = _Large()
 
 
 def _large_space(op: OperationIr, out: TensorIr) -> bool:
     """Whether ``op`` works over :data:`APART_AT` elements or more (a reduction: its
     input's; any other op: its output's)."""
-    shape = op.input.shape if type(op) is ReduceOp else out.shape
-    large = _LARGE.get(shape)
-    if large is None:
-        if len(_LARGE) >= 4096:
-            _LARGE.clear()
-        large = _LARGE[shape] = numel(shape) >= APART_AT
-    return large
+    return _LARGE[op.input.shape if type(op) is ReduceOp else out.shape]
 
 _numbers = itertools.count(1)
 DEVICES: weakref.WeakSet[Device] = weakref.WeakSet()  # every device of this process
@@ -206,8 +212,9 @@ class Device:
         streams = self.streams
         large = self._large
         if large is not None:
-            touched = large.get(key)
-            if touched is not None or _large_space(op, out):
+            touched = large.get(key) if large else None
+            if touched is not None or _LARGE[
+                    op.input.shape if type(op) is ReduceOp else out.shape]:
                 self._start_apart(key, owner, touched, op, inputs, out)
         n = streams.register(key, op, inputs, out, owner)
         if self._kept is not None:
