@@ -31,10 +31,10 @@ class Runner:
         # debug mode: shown every segment's (key, plan, ops, ids) (engine/kept.py)
         self.observe: Callable[[PlanKey, list[Step], list[OperationIr], list[int]],
                                None] | None = None
-        # key -> [plan, the lookup that last used it]: the least recently used goes first
-        # (a stamp, not move_to_end, which would hash the deep key a second time per hit)
+        # A full cache forgets its least recently used plan, found by the stamp of each
+        # plan's last lookup (not move_to_end, which hashes the deep key again per hit).
         self.plans: dict[PlanKey, list[Step]] = {}
-        self._used: dict[int, int] = {}  # id(plan) -> its last lookup
+        self._used: dict[int, int] = {}  # id(plan) -> the number of its last lookup
         self._lookups = 0
         self.fusers: list[Fuser] = [ElementwiseFuser(backend.max_storage_bindings, max_ops),
                                     ReduceFuser(backend.max_storage_bindings, max_ops),
@@ -71,7 +71,6 @@ class Runner:
         if self.observe is not None:
             self.observe(key, plan, ops, rn.ids)
         return key, plan, rn.ids
-
 
     def _evict(self) -> None:
         """Forget the least recently used plan (a scan: only when the cache is full)."""

@@ -64,6 +64,7 @@ def _large_space(op: OperationIr, out: TensorIr) -> bool:
     input's; any other op: its output's)."""
     return _LARGE[op.input.shape if type(op) is ReduceOp else out.shape]
 
+
 _numbers = itertools.count(1)
 DEVICES: weakref.WeakSet[Device] = weakref.WeakSet()  # every device of this process
 
@@ -213,7 +214,7 @@ class Device:
         large = self._large
         if large is not None:
             touched = large.get(key) if large else None
-            if touched is not None or _LARGE[
+            if touched is not None or _LARGE[  # _large_space, inlined: every op comes here
                     op.input.shape if type(op) is ReduceOp else out.shape]:
                 self._start_apart(key, owner, touched, op, inputs, out)
         n = streams.register(key, op, inputs, out, owner)
@@ -305,9 +306,10 @@ class Device:
                 f"()' instead")
         if self.closed:
             raise self._server._dead_error()
-        self._read_whole(StreamId.current(), sync)
+        stream = StreamId.current()
+        self._read_whole(stream, sync)
         out: np.ndarray | None = self._require_portal().call(
-            self._in_loop, StreamId.current(), tensor, sync, False, settle)
+            self._in_loop, stream, tensor, sync, False, settle)
         return out
 
     def _require_portal(self) -> BlockingPortal:
