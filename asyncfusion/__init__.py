@@ -21,8 +21,8 @@ from .runtime import Device, DeviceOptions, DevicePool, default_device, open_dev
 from .api.methods import attach as _attach
 from .api.read import to_data
 from .backends.wgpu.adapters import Adapter, adapters
-from ._core.dtype import (DType, NarrowingWarning, bool_, float16, float32, float64, int8, int16,
-                    int32, int64, uint8, uint16, uint32, uint64)
+from ._core.dtype import (DType, NarrowingWarning, bool_, complex64, complex128, float16, float32,
+                          float64, int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 from ._core.errors import (AsyncFusionError, AxisError, BlockingCallError, DataError,
                      DeviceClosedError, DeviceLostError, DeviceMismatchError, DTypeError,
                      ExecutionError, IndexingError, InputError, LimitError, NoAdapterError,
@@ -44,6 +44,7 @@ from .engine.streams import StreamId
 from .api.reductions import (all, any, argmax, argmin, clip, gelu, layer_norm, log_softmax,
                              logsumexp, max, mean, min, prod, silu, softmax, std, sum, var)
 from .lazy.tensor import Tensor
+from .lazy.complex_tensor import ComplexTensor
 from .api.joining import cat, concat
 from .api.views import (broadcast_to, contiguous, flip, permute, squeeze, transpose,
                         unsqueeze)
@@ -52,13 +53,18 @@ from .api.searching import searchsorted
 from .api.sets import (UniqueAllResult, UniqueCountsResult, UniqueInverseResult, unique_all,
                    unique_counts, unique_inverse, unique_values)
 from ._debug import IntermediateKeptWarning
+from .api.complex_parts import PUBLIC as _COMPLEX_FORMS
+
+globals().update(_COMPLEX_FORMS)  # the same functions, taking complex tensors too
+for _name in ("matmul", "matrix_transpose", "tensordot", "vecdot"):
+    setattr(linalg, _name, _COMPLEX_FORMS[_name])  # af.linalg.matmul is af.matmul
 
 __version__ = "0.1.0"
 __array_api_version__ = "2025.12"
 bool = bool_  # noqa: A001 - the Array API's name of the bool dtype
 
 __all__ = [
-    "Tensor", "Device", "DeviceOptions", "DType", "StreamId", "open_device", "default_device",
+    "Tensor", "ComplexTensor", "Device", "DeviceOptions", "DType", "StreamId", "open_device", "default_device",
     "to_data", "adapters", "Adapter", "DevicePool", "open_pool", "tensor", "asarray", "zeros",
     "ones", "full", "arange", "rand", "randn", "cat", "concat", "elementwise_op",
     "custom_kernel", "KernelCompileError", "resolve", "adopt", "DeviceBuffer", "matmul",
@@ -72,7 +78,7 @@ __all__ = [
     "meshgrid", "moveaxis", "permute_dims", "repeat", "roll", "tile", "tril", "triu",
     "unstack", "vecdot", "astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type",
     "e", "inf", "nan", "newaxis", "pi", "float16", "float32", "float64", "int32", "int64",
-    "uint32", "bool_", "int8", "int16", "uint8", "uint16", "uint64", "tracing", "take_launches",
+    "uint32", "bool_", "complex64", "complex128", "int8", "int16", "uint8", "uint16", "uint64", "tracing", "take_launches",
     "AsyncFusionError", "InputError", "Overloaded", "http_status", "ShapeError",
     "IndexingError", "DTypeError", "DeviceMismatchError", "AxisError", "LimitError",
     "DataError", "OptionError", "ExecutionError", "DeviceLostError", "DeviceClosedError",

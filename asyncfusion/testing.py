@@ -64,7 +64,8 @@ def assert_array_close(actual: npt.ArrayLike, expected: npt.ArrayLike, *, rtol: 
     scalar = np.ndim(expected) == 0 and not isinstance(expected, np.ndarray)
     e = np.asarray(expected)
     if check_dtype and isinstance(expected, np.ndarray) and a.dtype != e.dtype:
-        narrowed = {np.dtype(np.float64): np.float32, np.dtype(np.int64): np.int32}
+        narrowed = {np.dtype(np.float64): np.float32, np.dtype(np.int64): np.int32,
+                    np.dtype(np.complex128): np.complex64}
         if narrowed.get(e.dtype) != a.dtype:
             raise AssertionError(f"dtypes differ: actual {a.dtype}, expected {e.dtype}")
     if a.shape != e.shape and not scalar:
@@ -79,6 +80,9 @@ def _close(a: np.ndarray, e: np.ndarray, rtol: float, atol: float,
            equal_nan: bool) -> np.ndarray:
     if a.dtype.kind not in "fc" and e.dtype.kind not in "fc":
         return np.asarray(a == e)
+    if "c" in (a.dtype.kind, e.dtype.kind):  # complex: each part alike
+        return np.asarray(_close(a.real, e.real, rtol, atol, equal_nan) & _close(
+            a.imag, e.imag, rtol, atol, equal_nan))
     x, y = a.astype(np.float64), e.astype(np.float64)
     with np.errstate(all="ignore"):
         close = np.abs(x - y) <= atol + rtol * np.abs(y)

@@ -89,18 +89,19 @@ def test_array_namespace_and_its_info(af_device):
     caps = info.capabilities()
     # outside an event loop masks, nonzero and unique_* block for their sizes: the standard's
     assert caps["boolean indexing"] is True and caps["data-dependent shapes"] is True
-    assert info.default_dtypes() == {"real floating": af.float32, "complex floating": None,
+    assert info.default_dtypes() == {"real floating": af.float32,
+                                     "complex floating": af.complex64,
                                      "integral": af.int32, "indexing": af.int32}
     held = info.default_device().backend.dtypes
-    extra = {d.label for d in (af.float64, af.int64, af.uint64) if d in held}
+    extra = {d.label for d in (af.float64, af.int64, af.uint64, af.complex128) if d in held}
     assert set(info.dtypes()) == {"float32", "int8", "int16", "int32", "uint8", "uint16",
-                                  "uint32", "bool"} | extra
+                                  "uint32", "bool", "complex64"} | extra
     floats = {d.label for d in af.DType if d.is_float and d in af_device.backend.dtypes
               and d is not af.float16}  # not a dtype of the standard: never listed
     assert set(info.dtypes(device=af_device, kind="real floating")) == floats
     assert set(info.dtypes(kind="integral")) == {"int8", "int16", "int32", "uint8", "uint16",
                                                  "uint32"} | (extra & {"int64", "uint64"})
-    assert info.dtypes(kind="complex floating") == {}
+    assert set(info.dtypes(kind="complex floating")) == {"complex64"} | (extra & {"complex128"})
     assert info.devices() == (info.default_device(),)
 
 

@@ -132,7 +132,8 @@ async def test_comparisons(devices, dt):
 
 
 def _held(d) -> list[af.DType]:
-    return [dt for dt in af.DType if dt in d.backend.dtypes]
+    """The real dtypes ``d`` holds (complex casts: ``tests/test_complex.py``)."""
+    return [dt for dt in af.DType if dt in d.backend.dtypes and not dt.is_complex]
 
 
 def _source(src: af.DType, dst: af.DType) -> np.ndarray:
@@ -226,7 +227,11 @@ async def test_promotion_follows_array_api_strict(devices):
 def _numpy_promotion(a: af.DType, b: af.DType) -> af.DType | None:
     """numpy's ``result_type`` under the rules asyncfusion follows (the Array API's, and
     torch's for mixed kinds): bool only with bool, an integer with a float gives the
-    float, uint64 with a signed integer has no common type (None: refused)."""
+    float, uint64 with a signed integer has no common type (None: refused), a complex
+    dtype with a number gives the complex dtype of the promoted parts."""
+    if a.is_complex or b.is_complex:  # the parts promote; the result is their complex
+        part = _numpy_promotion(a.part, b.part)
+        return None if part is None else part.complex
     if (a is af.bool_) != (b is af.bool_):
         return None
     if a.is_float != b.is_float:
@@ -463,3 +468,13 @@ async def test_fused_and_plain_programs_match_numpy(dev, plain, operands, progra
         for name in program:
             t = _UNARY[name][0](t) if name in _UNARY else _BINARY[name][0](t, u)
         equal((await read(t))[0], np.asarray(want, dtype=dt.np), (d, program))
+
+
+async def test_python_ints_past_int32_give_int64_where_the_adapter_holds_it(devices):
+    for d in devices:
+        if af.int64 not in d.backend.dtypes:
+            continue
+        big = af.tensor([1, 2**40, -(2**35)], device=d)
+        assert big.dtype is af.int64 and af.asarray(2**31, device=d).dtype is af.int64
+        assert af.tensor([1, 2**31 - 1], device=d).dtype is af.int32
+        assert (await read(big // 2**31))[0].tolist() == [0, 512, -16]

@@ -8,6 +8,9 @@ sign- or zero-extended, so they take 4 bytes on the device and 1 or 2 on the hos
 kernels compute them in the lane and wrap every result to 8 or 16 bits. float16 needs
 the adapter's ``shader-f16`` feature, float64 ``shader-f64`` and ``shader-int64``, int64
 and uint64 ``shader-int64``: :func:`check_held` refuses them on a device without it.
+complex64 and complex128 are never a kernel's dtype: a complex tensor
+(:class:`~asyncfusion.lazy.complex_tensor.ComplexTensor`) is a pair of float32 (float64)
+tensors, its real and imaginary parts, and complex math is recorded as real ops on them.
 Backend type names (WGSL's ``f32`` ...) live with the backends.
 """
 
@@ -21,7 +24,7 @@ import numpy as np
 from .errors import DTypeError
 
 __all__ = ["DType", "float16", "float32", "float64", "int8", "int16", "int32", "int64",
-           "uint8", "uint16", "uint32", "uint64", "bool_", "as_dtype", "promote", "check_held",
+           "uint8", "uint16", "uint32", "uint64", "bool_", "complex64", "complex128", "as_dtype", "promote", "check_held",
            "int_range", "to_storage", "check_promoted", "NarrowingWarning", "NARROWED",
            "DTypeSpec"]
 
@@ -41,6 +44,8 @@ class DType(enum.Enum):
     uint32 = ("uint32", "U32", np.uint32, 4)
     uint64 = ("uint64", "U64", np.uint64, 8)
     bool = ("bool", "BOOL", np.bool_, 4)
+    complex64 = ("complex64", "C64", np.complex64, 8)  # two float32 tensors
+    complex128 = ("complex128", "C128", np.complex128, 16)  # two float64 tensors
 
     __hash__ = object.__hash__  # members are singletons; Enum's own hash runs Python code
 
@@ -79,6 +84,21 @@ class DType(enum.Enum):
     def is_int(self) -> builtins.bool:
         return self in _INTS
 
+    @property
+    def is_complex(self) -> builtins.bool:
+        return self in _PARTS
+
+    @property
+    def part(self) -> DType:
+        """The real dtype of a complex dtype's real and imaginary parts (float32 for
+        complex64); itself for a real dtype."""
+        return _PARTS.get(self, self)
+
+    @property
+    def complex(self) -> DType:
+        """The complex dtype whose parts are this float dtype (complex64 for float32)."""
+        return _COMPLEX_OF[self]
+
     __hash__ = object.__hash__  # members are singletons; Enum's own hash runs Python code
 
     def __repr__(self) -> str:
@@ -99,26 +119,36 @@ uint16 = DType.uint16
 uint32 = DType.uint32
 uint64 = DType.uint64
 bool_ = DType.bool
+complex64 = DType.complex64
+complex128 = DType.complex128
 
 _FLOATS = frozenset((DType.float16, DType.float32, DType.float64))
 _UNSIGNED = frozenset((DType.uint8, DType.uint16, DType.uint32, DType.uint64))
 _INTS = frozenset((DType.int8, DType.int16, DType.int32, DType.int64)) | _UNSIGNED
+_PARTS = {DType.complex64: DType.float32, DType.complex128: DType.float64}
+_COMPLEX_OF = {DType.float16: DType.complex64, DType.float32: DType.complex64,
+               DType.float64: DType.complex128}
 _LANES = {DType.int8: DType.int32, DType.int16: DType.int32, DType.uint8: DType.uint32,
           DType.uint16: DType.uint32}
 _STORAGE_NP = {d: d.lane.np for d in _LANES} | {DType.bool: np.dtype(np.uint32)}
 _STORAGE_OF_NUMPY = {d.np: w for d, w in _STORAGE_NP.items()}
 _BY_NUMPY = {d.np: d for d in DType}
-_FROM_NUMPY = {d.np: d for d in DType if d.itemsize <= 4}
+_FROM_NUMPY = {d.np: d for d in DType if d.itemsize <= 4} | {
+    np.dtype(np.complex64): DType.complex64}
 # numpy data the runtime converts on upload: 64-bit data is narrowed (as JAX does by
 # default; ask for dtype=float64/int64 to keep it).
 _CONVERTIBLE = {
     np.dtype(np.float64): DType.float32,
     np.dtype(np.int64): DType.int32,
     np.dtype(np.uint64): DType.uint32,
+    np.dtype(np.complex128): DType.complex64,
 }
 # The conversions that lose bits (warned about once per process, :class:`NarrowingWarning`).
-NARROWED = frozenset(np.dtype(t) for t in (np.float64, np.int64, np.uint64))
+NARROWED = frozenset(np.dtype(t) for t in (np.float64, np.int64, np.uint64, np.complex128))
 
+
+HELD = ("float32, int8, int16, int32, uint8, uint16, uint32, bool, complex64 and, where the "
+        "adapter has them, float16, float64, int64, uint64 and complex128")
 
 DTypeSpec = DType | str | type | np.dtype
 """What a ``dtype=`` takes: a DType, its name, a numpy dtype or a Python type."""
@@ -135,7 +165,8 @@ _NAMES = {d.label: d for d in DType} | {"bool_": DType.bool, "f32": DType.float3
                                         "i8": DType.int8, "i16": DType.int16,
                                         "i32": DType.int32, "i64": DType.int64,
                                         "u8": DType.uint8, "u16": DType.uint16,
-                                        "u32": DType.uint32, "u64": DType.uint64}
+                                        "u32": DType.uint32, "u64": DType.uint64,
+                                        "c64": DType.complex64, "c128": DType.complex128}
 
 
 def as_dtype(value: object) -> DType:
@@ -152,6 +183,8 @@ def as_dtype(value: object) -> DType:
         return DType.int32
     if value is bool:
         return DType.bool
+    if value is complex:
+        return DType.complex64
     if isinstance(value, str) and value in _NAMES:
         return _NAMES[value]
     try:
@@ -161,36 +194,35 @@ def as_dtype(value: object) -> DType:
     if npd is not None and npd in _BY_NUMPY:
         return _BY_NUMPY[npd]
     raise DTypeError(
-        f"dtype {value!r} is not supported; asyncfusion holds float32, int8, int16, int32, "
-        "uint8, uint16, uint32, bool and, where the adapter has them, float16, float64, int64 "
-        "and uint64. Convert your data first (for example with numpy's .astype(np.float32))."
+        f"dtype {value!r} is not supported; asyncfusion holds {HELD}. Convert your data "
+        "first (for example with numpy's .astype(np.float32))."
     )
 
 
 def from_numpy(npd: np.dtype) -> DType:
     """The DType that numpy data of type ``npd`` is stored as (with documented narrowing).
 
-    float64 becomes float32 (as JAX does by default), int64 int32, uint64 uint32;
-    float16 and the 8- and 16-bit integers stay. ``dtype=float64`` (or int64, uint64)
-    keeps 64 bits. Complex, object, string and datetime data raise.
+    float64 becomes float32 (as JAX does by default), int64 int32, uint64 uint32,
+    complex128 complex64; float16 and the 8- and 16-bit integers stay. ``dtype=float64``
+    (or int64, uint64, complex128) keeps 64 bits. Object, string and datetime data raise.
     """
     if npd in _FROM_NUMPY:
         return _FROM_NUMPY[npd]
     if npd in _CONVERTIBLE:
         return _CONVERTIBLE[npd]
     raise DTypeError(
-        f"numpy dtype {npd} cannot be held: asyncfusion holds float32, int8, int16, int32, "
-        "uint8, uint16, uint32, bool and, where the adapter has them, float16, float64, int64 "
-        "and uint64 (64-bit data without dtype= is narrowed to 32 bits on upload). Convert "
-        "complex data to two real tensors, and strings or objects to numbers, before "
-        "calling tensor()."
+        f"numpy dtype {npd} cannot be held: asyncfusion holds {HELD} (64-bit data without "
+        "dtype= is narrowed to 32 bits on upload, complex128 to complex64). Convert strings "
+        "or objects to numbers before calling tensor()."
     )
 
 
 def promote(a: DType, b: DType, op: str) -> DType:
     """The common dtype of two operands, or a DTypeError naming both.
 
-    Rules: equal types stay; two floats give the wider; an integer with a float gives
+    Rules: equal types stay; two floats give the wider; a complex dtype with any number
+    gives the complex dtype whose parts are the promoted parts (complex64 with float64
+    gives complex128); an integer with a float gives
     the float (as torch); integers follow the Array API's lattice (the wider of one
     signedness; an unsigned with a wider signed gives the signed, an unsigned with a
     signed no wider the signed integer of twice the unsigned's bits: uint8 with int8
@@ -206,6 +238,8 @@ def promote(a: DType, b: DType, op: str) -> DType:
             f"{op}: cannot combine {a.label} with {b.label}; bool only combines with bool. "
             "Use .astype(...) on one operand first."
         )
+    if a.is_complex or b.is_complex:  # the parts promote; the result is complex
+        return promote(a.part, b.part, op).complex
     if a.is_float and b.is_float:
         return a if a.itemsize > b.itemsize else b
     if a.is_float or b.is_float:
@@ -243,7 +277,8 @@ def check_promoted(dtype: DType, device: object, what: str) -> None:
 NEEDS = {DType.float16: (("shader-f16",), DType.float32),
          DType.float64: (("shader-f64", "shader-int64"), DType.float32),
          DType.int64: (("shader-int64",), DType.int32),
-         DType.uint64: (("shader-int64",), DType.uint32)}
+         DType.uint64: (("shader-int64",), DType.uint32),
+         DType.complex128: (("shader-f64", "shader-int64"), DType.complex64)}
 
 
 def check_held(dtype: DType, device: object, what: str) -> None:

@@ -18,6 +18,7 @@ from .._core.dtype import (DTypeSpec, NARROWED, DType, NarrowingWarning, as_dtyp
 from .._core.errors import DataError, ShapeError
 from .._core.shapes import check_dims, check_size
 from ..ir import InitOp, IotaOp
+from ..lazy.complex_tensor import ComplexTensor
 from ..lazy.tensor import Scalar, Tensor
 from ..runtime import Device, as_device, default_device
 
@@ -55,10 +56,16 @@ def from_numpy_array(arr: np.ndarray, device: Device) -> Tensor:
     """Upload an array whose dtype is already one the device holds."""
     dtype = as_dtype(arr.dtype)
     check_held(dtype, device, "tensor()")
+    if dtype.is_complex:  # two uploads: the parts
+        part = dtype.part.np
+        return ComplexTensor(from_numpy_array(arr.real.astype(part), device),
+                             from_numpy_array(arr.imag.astype(part), device))
     shape = tuple(int(d) for d in arr.shape)
     out = Tensor(shape, dtype, device)
     out_ir = out.out_ir()
-    device.register(InitOp(out_ir, arr if arr.flags.c_contiguous else arr.copy()), (), out_ir)
+    data = arr if arr.flags.c_contiguous else arr.copy()
+    device.register(InitOp(out_ir, data), (), out_ir)
+    out._keep_host(data)
     return out
 
 
@@ -75,15 +82,23 @@ def _convert(data: ArrayLike, dtype: DType | None, device: Device, what: str) ->
     if arr.dtype.kind in "USO" or data is None:
         raise DataError(f"tensor(): data must be numbers or bools, got {arr.dtype} data "
                         f"({str(data)[:40]!r}); convert strings/objects to numbers first")
-    if arr.dtype.kind == "c":
-        from_numpy(arr.dtype)  # raises the complex error
     target = dtype or from_numpy(arr.dtype)
+    if arr.dtype.kind == "c" and not target.is_complex:
+        raise DataError(f"{what}: complex data cannot become {target.label} (its imaginary "
+                        "part would be lost); pass dtype=asyncfusion.complex64, or take the "
+                        "real part on the host first")
     check_size(tuple(int(d) for d in arr.shape), device, what, dtype)
     if target.is_int and arr.dtype.kind in "iuf" and arr.size:
         if arr.dtype.kind == "f" and not np.isfinite(arr).all():
             raise DataError(f"{what}: NaN or infinity cannot become {target.label}; "
                             "keep the data as float32 or replace them first")
-        _check_fits(arr.min(), arr.max(), target, what)
+        low, high = arr.min(), arr.max()
+        lo, hi = int_range(target)
+        wide = _WIDE.get(arr.dtype)
+        if dtype is None and type(data) is not np.ndarray and not lo <= low <= high <= hi \
+                and wide in device.backend.dtypes:
+            target = wide  # Python ints that int32 cannot hold stay 64-bit where held
+        _check_fits(low, high, target, what)
     with np.errstate(all="ignore"):
         out = arr.astype(target.np)
     if dtype is None and arr.dtype in NARROWED and type(data) is np.ndarray:
@@ -91,6 +106,7 @@ def _convert(data: ArrayLike, dtype: DType | None, device: Device, what: str) ->
     return out
 
 
+_WIDE = {np.dtype(np.int64): DType.int64, np.dtype(np.uint64): DType.uint64}
 _WARNED: set[np.dtype] = set()  # the source dtypes already warned about in this process
 
 
@@ -117,10 +133,12 @@ def _check_fits(low: float, high: float, target: DType, what: str) -> None:
 def tensor(data: ArrayLike, dtype: DTypeSpec | None = None, *, device: Device | None = None) -> Tensor:
     """A tensor holding ``data`` (nested lists, a scalar, or a numpy array).
 
-    float64 data becomes float32 and int64 becomes int32 (values must fit) unless ``dtype``
-    says float64/int64 (where the adapter has them); numpy float64/int64/uint64 arrays
-    given without ``dtype`` warn once per process (:class:`NarrowingWarning`); complex,
-    string and object data raise :class:`DTypeError` / :class:`DataError`.
+    float64 data becomes float32 and int64 becomes int32 (values must fit) unless
+    ``dtype`` says float64/int64 (where the adapter has them); Python ints that do not fit
+    int32 give int64 where the adapter has it (``tensor(2**40)``); numpy float64/int64/uint64 arrays
+    given without ``dtype`` warn once per process (:class:`NarrowingWarning`); complex data
+    gives a :class:`~asyncfusion.lazy.complex_tensor.ComplexTensor` (complex64 unless
+    ``dtype`` says complex128); string and object data raise :class:`DataError`.
     """
     device = _device(device)
     target = as_dtype(dtype) if dtype is not None else None
@@ -270,8 +288,10 @@ def linspace(start: float, stop: float, /, num: int, *, dtype: DTypeSpec | None 
              device: Device | None = None, endpoint: bool = True) -> Tensor:
     """``num`` evenly spaced values from ``start`` to ``stop`` (float32 by default),
     computed in float64 on the host as numpy does, then rounded."""
-    if isinstance(start, complex) or isinstance(stop, complex):
-        raise DataError("linspace: asyncfusion has no complex dtype")
+    if isinstance(start, complex) or isinstance(stop, complex) or (
+            dtype is not None and as_dtype(dtype).is_complex):
+        raise DataError("linspace: complex ranges are not supported; build the real and "
+                        "imaginary parts with two linspace calls")
     dt = as_dtype(dtype) if dtype is not None else DType.float32
     device = _device(device)
     check_size(_shape(num), device, "linspace()", dt)

@@ -1,7 +1,8 @@
 """The element-wise functions: one per op of the registry that has a public name
 (:data:`asyncfusion.ops.PRIMITIVES`, each entry's ``public`` name and ``doc``), each a
-thin call of :func:`asyncfusion.lazy.record.elementwise`; plus ``conj``, ``real`` and
-``imag``, which are not ops of their own on real dtypes.
+thin call of :func:`asyncfusion.lazy.record.elementwise` (a complex operand takes
+:mod:`asyncfusion.api.complex_math` instead); plus ``conj``, ``real`` and ``imag``,
+which read a complex tensor's parts and are copies (or zeros) on real dtypes.
 
 The same function objects are the Tensor's operators and methods
 (:mod:`asyncfusion.api.methods` binds them: ``t + u`` is ``add(t, u)``, ``2 - t`` is
@@ -22,26 +23,38 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 
-from ..lazy.record import binary, elementwise, unary
-from ..lazy.tensor import Operand, Tensor
+from ..lazy.complex_tensor import ComplexTensor
+from ..lazy.record import ComplexOperands, binary, elementwise, unary
+from ..lazy.tensor import Operand, Tensor, not_a_tensor
 from ..ops import PRIMITIVES, Primitive
+from .complex_math import call
 from .creation import zeros_like
 
 PARAMS = {1: ("x",), 2: ("x1", "x2"), 3: ("condition", "x1", "x2")}
 
 
 def _function(p: Primitive) -> Callable[..., Tensor]:
-    """``p``'s public function: positional operands, named as the standard names them."""
+    """``p``'s public function: positional operands, named as the standard names them.
+    A complex operand takes :func:`asyncfusion.api.complex_math.call`."""
     op = p.name
     if p.arity == 1:
         def fn(x: Operand, /) -> Tensor:
-            return unary(op, x)
+            try:
+                return unary(op, x)
+            except ComplexOperands:
+                return call(op, (x,))
     elif p.arity == 2:
         def fn(x1: Operand, x2: Operand, /) -> Tensor:  # type: ignore[misc]
-            return binary(op, x1, x2)
+            try:
+                return binary(op, x1, x2)
+            except ComplexOperands:
+                return call(op, (x1, x2))
     else:
         def fn(condition: Operand, x1: Operand, x2: Operand, /) -> Tensor:  # type: ignore[misc]
-            return elementwise(op, condition, x1, x2)
+            try:
+                return elementwise(op, condition, x1, x2)
+            except ComplexOperands:
+                return call(op, (condition, x1, x2))
     fn.__name__ = fn.__qualname__ = p.public
     fn.__doc__ = p.doc
     fn.__module__ = __name__
@@ -52,14 +65,29 @@ FUNCTIONS: dict[str, Callable[..., Tensor]] = {
     p.public: _function(p) for p in PRIMITIVES.values() if p.doc}
 globals().update(FUNCTIONS)
 
-conj = FUNCTIONS["positive"]
-real = FUNCTIONS["positive"]
+
+def _tensor(x: object, name: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise not_a_tensor(x, name)
+    return x
+
+
+def conj(x: Tensor, /) -> Tensor:
+    """Complex conjugate: the imaginary part negated (a copy of x for real dtypes)."""
+    if isinstance(_tensor(x, "conj"), ComplexTensor):
+        return ComplexTensor(unary("positive", x.real), unary("neg", x.imag))
+    return unary("positive", x)
+
+
+def real(x: Tensor, /) -> Tensor:
+    """Real part (a float tensor; a copy of x for real dtypes)."""
+    return unary("positive", x.real if isinstance(_tensor(x, "real"), ComplexTensor) else x)
 
 
 def imag(x: Tensor, /) -> Tensor:
-    """Imaginary part: zeros of x's shape and dtype for real dtypes."""
-    if type(x) is not Tensor:
-        raise TypeError(f"imag: needs an asyncfusion Tensor, not {type(x).__name__}")
+    """Imaginary part (a float tensor): zeros of x's shape and dtype for real dtypes."""
+    if isinstance(_tensor(x, "imag"), ComplexTensor):
+        return unary("positive", x.imag)
     return zeros_like(x)
 
 
@@ -77,5 +105,5 @@ def stub() -> str:
         params = ", ".join(f"{a}: Operand" for a in inspect.signature(FUNCTIONS[name])
                            .parameters)
         lines.append(f"def {name}({params}, /) -> Tensor: ...")
-    lines += ["conj = positive", "real = positive", "def imag(x: Tensor, /) -> Tensor: ..."]
+    lines += [f"def {n}(x: Tensor, /) -> Tensor: ..." for n in ("conj", "imag", "real")]
     return "\n".join(lines) + "\n"

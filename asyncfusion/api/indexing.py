@@ -33,7 +33,7 @@ from .._core.errors import DTypeError, IndexingError, LimitError, ShapeError, de
 from .._core.shapes import broadcast_shapes, check_binding, check_size, normalize_axis
 from ..ir import GatherOp, numel
 from ..lazy.record import elementwise
-from ..lazy.tensor import Tensor
+from ..lazy.tensor import Tensor, not_a_tensor
 from . import selection, sorting
 from .creation import arange, full, tensor
 from .elementwise import where
@@ -69,7 +69,7 @@ def take_along_axis(x: Tensor, index: Any, axis: int = -1) -> Tensor:
     ``x``'s rank; the other dimensions broadcast."""
     what = "take_along_axis"
     if type(x) is not Tensor:
-        raise TypeError(f"{what} needs an asyncfusion Tensor, not {type(x).__name__}")
+        raise not_a_tensor(x, what)
     check_binding(numel(x.shape) * x.dtype.itemsize, x.device, what,
                   "gather from parts of it (t[:h], t[h:]) and combine the results")
     index = _indices(index, x, what)
@@ -101,7 +101,7 @@ def take(x: Tensor, indices: Any, axis: int | None = None) -> Tensor:
     flattened tensor). The result's shape is ``x``'s with ``axis`` replaced by the
     indices' shape."""
     if type(x) is not Tensor:
-        raise TypeError(f"take needs an asyncfusion Tensor, not {type(x).__name__}")
+        raise not_a_tensor(x, "take")
     if axis is None:
         x, axis = x.reshape(-1), 0
     ax = normalize_axis(axis, x.ndim, "take")
@@ -160,7 +160,7 @@ def topk(x: Tensor, k: int, axis: int = -1, largest: bool = True) -> tuple[Tenso
     holds the masking value itself (``-inf``, or the minimum; ``+inf``/maximum for
     ``largest=False``) may list a position twice once the other values are taken."""
     if type(x) is not Tensor:
-        raise TypeError(f"topk needs an asyncfusion Tensor, not {type(x).__name__}")
+        raise not_a_tensor(x, "topk")
     if x.dtype is DType.bool:
         raise DTypeError("topk is not defined for bool tensors; cast with "
                          ".astype(asyncfusion.int32) first")
@@ -242,7 +242,7 @@ def argsort(x: Tensor, axis: int = -1, descending: bool = False, *,
     keeps equal elements in order too). See the module for the two methods. Both are
     stable, so ``stable=False`` (the standard's keyword) gives the same order."""
     if type(x) is not Tensor:
-        raise TypeError(f"argsort needs an asyncfusion Tensor, not {type(x).__name__}")
+        raise not_a_tensor(x, "argsort")
     if x.dtype is DType.bool:
         x = x.astype(DType.int32)
     check_binding(numel(x.shape) * x.dtype.itemsize, x.device, "argsort",

@@ -19,7 +19,7 @@ from .._core.dtype import DType, as_dtype
 from .._core.errors import AxisError, DTypeError, ShapeError
 from .._core.shapes import broadcast_shapes as broadcast_shapes_of, normalize_axis
 from ..lazy.record import elementwise
-from ..lazy.tensor import Tensor
+from ..lazy.tensor import Tensor, not_a_tensor
 from .creation import arange, full
 from .elementwise import where
 from .joining import cat
@@ -33,7 +33,7 @@ __all__ = ["moveaxis", "expand_dims", "permute_dims", "unstack", "broadcast_arra
 
 def _tensor(x: Any, what: str) -> Tensor:
     if type(x) is not Tensor:
-        raise TypeError(f"{what}: needs an asyncfusion Tensor, not {type(x).__name__}")
+        raise not_a_tensor(x, what)
     return x
 
 

@@ -20,7 +20,7 @@ from ..lazy.record import elementwise
 from ..lazy.tensor import Axes, Operand, Tensor
 from ..runtime import as_device
 from ..runtime.device import Device
-from . import elementwise as ew, reductions, setitem, views
+from . import complex_parts, elementwise as ew, reductions, setitem, views
 from .moving import copy_to
 
 __all__ = ["attach", "BOUND"]
@@ -55,6 +55,8 @@ def _reflected(fn: Callable[[Operand, Operand], Tensor]) -> Callable[[Tensor, Op
 def astype(self: Tensor, dtype: DTypeSpec, /) -> Tensor:
     """This tensor converted to ``dtype`` (float->int truncates toward zero)."""
     dt = as_dtype(dtype)
+    if dt.is_complex:
+        return complex_parts.astype(self, dt)
     check_held(dt, self.device, "astype")
     return elementwise("cast", self, dtype=dt)
 
@@ -154,3 +156,4 @@ def attach(namespace: ModuleType) -> None:
                              "supported; use None, '2023.12', '2024.12' or '2025.12'")
         return namespace
     Tensor.__array_namespace__ = __array_namespace__  # type: ignore[method-assign]
+    complex_parts.attach()

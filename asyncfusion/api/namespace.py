@@ -4,7 +4,8 @@
 the standard (``xp = array_namespace(x)``) runs on it. What it reports is what this
 runtime holds: float32, int8, int16, int32, uint8, uint16, uint32 and bool on every
 adapter, float16, float64, int64 and uint64 where the adapter has
-``shader-f16``/``-f64``/``-int64`` (the numpy backend always), no complex dtype. Every op
+``shader-f16``/``-f64``/``-int64`` (the numpy backend always), complex64 everywhere and
+complex128 where float64 is held (a pair of real tensors each). Every op
 knows its output's shape when it is recorded, so there is no boolean-mask indexing; the
 functions whose output size depends on data (``nonzero``,
 ``unique_all``/``_counts``/``_inverse``/``_values``) read that size first: outside a
@@ -23,7 +24,7 @@ from .._core.dtype import DType, DTypeSpec, as_dtype, promote
 from .._core.errors import DTypeError
 from .._debug import in_event_loop
 from ..lazy.record import elementwise, scalar_dtype
-from ..lazy.tensor import Tensor
+from ..lazy.tensor import Tensor, not_a_tensor
 from ..runtime import Device, as_device, default_device
 
 Kind = DTypeSpec | str | tuple[DTypeSpec | str, ...] | None
@@ -45,7 +46,7 @@ _KINDS = {
     "unsigned integer": tuple(d for d in DType if d.is_unsigned),
     "integral": tuple(d for d in DType if d.is_int),
     "real floating": tuple(d for d in DType if d.is_float),
-    "complex floating": (),
+    "complex floating": (DType.complex64, DType.complex128),
     "numeric": tuple(d for d in DType if d is not DType.bool),
 }
 
@@ -87,16 +88,16 @@ class iinfo_object:  # noqa: N801 - the standard's name
 
 
 def _dtype_of(x: Tensor | DTypeSpec) -> DType:
-    return x.dtype if type(x) is Tensor else as_dtype(x)
+    return x.dtype if isinstance(x, Tensor) else as_dtype(x)
 
 
 def finfo(type: Tensor | DTypeSpec, /) -> finfo_object:  # noqa: A002 - the standard's name
     """Limits of a floating dtype (or of a tensor's dtype)."""
     dt = _dtype_of(type)
-    if not dt.is_float:
+    if not (dt.is_float or dt.is_complex):
         raise DTypeError(f"finfo: {dt.label} is not a floating dtype; use iinfo for integers")
-    f = np.finfo(dt.np)
-    return finfo_object(f.bits, float(f.eps), float(f.max), float(f.min),
+    f = np.finfo(dt.np)  # of a complex dtype: its parts' limits, and its own bits
+    return finfo_object(dt.np.itemsize * 8, float(f.eps), float(f.max), float(f.min),
                         float(f.smallest_normal), dt)
 
 
@@ -124,8 +125,11 @@ def result_type(*arrays_and_dtypes: Tensor | DTypeSpec | complex) -> DType:
         out = promote(out, d, "result_type")
     for a in arrays_and_dtypes:
         if isinstance(a, complex):
-            raise DTypeError("result_type: asyncfusion has no complex dtype")
-        if isinstance(a, (bool, int, float)):
+            if out is DType.bool or out.is_int:
+                raise DTypeError(f"result_type: a complex scalar beside {out.label} gives no "
+                                 "dtype of the standard's; cast first")
+            out = out if out.is_complex else out.complex
+        elif isinstance(a, (bool, int, float)):
             out = promote(out, scalar_dtype(a, out, "result_type"), "result_type")
     return out
 
@@ -138,7 +142,8 @@ def can_cast(from_: Tensor | DTypeSpec, to: DTypeSpec, /) -> bool:
     src, dst = _dtype_of(from_), as_dtype(to)
     if src is dst:
         return True
-    if src.is_float != dst.is_float or DType.bool in (src, dst):
+    if (src.is_float or src.is_complex) != (dst.is_float or dst.is_complex) or \
+            (src.is_complex and not dst.is_complex) or DType.bool in (src, dst):
         return False
     try:
         return promote(src, dst, "can_cast") is dst
@@ -150,14 +155,16 @@ def astype(x: Tensor, dtype: DTypeSpec, /, *, copy: bool = True,
            device: Device | None = None) -> Tensor:
     """``x`` converted to ``dtype`` (float to int truncates toward zero). Without
     ``copy`` the same tensor comes back when its dtype is already ``dtype``."""
-    if type(x) is not Tensor:
-        raise TypeError(f"astype: needs an asyncfusion Tensor, not {type(x).__name__}")
+    if not isinstance(x, Tensor):
+        raise not_a_tensor(x, "astype")
     if device is not None and device is not x.device:
         raise DTypeError("astype: moving to another device is not supported; read the "
                          "tensor and create it again there")
     dt = as_dtype(dtype)
-    if dt is x.dtype:
-        return elementwise("copy", x) if copy else x
+    if dt is x.dtype and not copy:
+        return x
+    if dt is x.dtype and not dt.is_complex:
+        return elementwise("copy", x)
     return x.astype(dt)
 
 
@@ -181,9 +188,9 @@ class ArrayNamespaceInfo:
         return (self.default_device(),)
 
     def default_dtypes(self, *, device: Device | None = None) -> dict[str, DType | None]:
-        """float32 and int32 (no complex dtype: ``None``), on every device: int64 is not
+        """float32, complex64 and int32, on every device: int64 is not
         on every adapter, and indices (argmax, argsort, topk, nonzero) are int32."""
-        return {"real floating": DType.float32, "complex floating": None,
+        return {"real floating": DType.float32, "complex floating": DType.complex64,
                 "integral": DType.int32, "indexing": DType.int32}
 
     def dtypes(self, *, device: Device | None = None, kind: Kind = None) -> dict[str, DType]:

@@ -27,7 +27,7 @@ from .._core.dtype import DType
 from .._core.errors import ShapeError
 from .._debug import in_event_loop
 from ..extend.custom_kernel import Spec, custom_kernel
-from ..lazy.tensor import Tensor
+from ..lazy.tensor import Tensor, not_a_tensor
 from .manipulation import cumulative_sum
 
 __all__ = ["nonzero", "with_positions", "OrAwaitable", "groups_over_first", "thread_wgsl"]
@@ -115,7 +115,7 @@ def nonzero(x: Tensor, /) -> OrAwaitable[tuple[Tensor, ...]]:
     awaitable of the tuple: ``rows, cols = await af.nonzero(x)``. Either way the
     coordinates themselves are lazy tensors."""
     if type(x) is not Tensor:
-        raise TypeError(f"nonzero needs an asyncfusion Tensor, not {type(x).__name__}")
+        raise not_a_tensor(x, "nonzero")
     if x.ndim == 0:
         raise ShapeError("nonzero of a 0-d tensor is not defined (the Array API forbids "
                          "it); reshape it to (1,) first")

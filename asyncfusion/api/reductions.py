@@ -17,7 +17,7 @@ from .._core.errors import AxisError, DTypeError, ShapeError
 from .._core.shapes import check_binding, check_size, normalize_axis
 from ..ir import ReduceOp, numel
 from ..lazy.record import elementwise
-from ..lazy.tensor import Axes, Scalar, Tensor
+from ..lazy.tensor import Axes, Scalar, Tensor, not_a_tensor
 from ..ops import REDUCTIONS
 from .indexing import take_along_axis
 
@@ -59,7 +59,7 @@ def _reduced(x: Tensor, axis: Axes, keepdims: bool, what: str) -> _Reduced:
 def reduce(op: str, x: Tensor, axis: Axes = None, keepdims: bool = False) -> Tensor:
     what = f"{op}()"
     if type(x) is not Tensor:
-        raise TypeError(f"{what} needs an asyncfusion Tensor, not {type(x).__name__}")
+        raise not_a_tensor(x, what)
     spec = REDUCTIONS[op]
     if spec.arg and isinstance(axis, (tuple, list)):
         raise AxisError(f"{what} takes one axis or None (all axes, flattened), not {axis!r}")
@@ -91,7 +91,7 @@ def reduce(op: str, x: Tensor, axis: Axes = None, keepdims: bool = False) -> Ten
 
 def _accumulated(op: str, x: Tensor, axis: Axes, dtype: DTypeSpec | None, keepdims: bool) -> Tensor:
     if type(x) is not Tensor:
-        raise TypeError(f"{op}() needs an asyncfusion Tensor, not {type(x).__name__}")
+        raise not_a_tensor(x, f"{op}()")
     if dtype is None:
         return reduce(op, x, axis, keepdims)
     dt = as_dtype(dtype)

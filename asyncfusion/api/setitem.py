@@ -52,8 +52,9 @@ def assign(t: Tensor, key: Key, value: Operand) -> None:
     t.id, new.id = new.id, t.id
     t.layout, new.layout = new.layout, t.layout
     t._ir, new._ir = new._ir, t._ir
-    if hasattr(t, "_host"):
-        del t._host  # the values kept for repr were the old ones
+    for known in ("_host", "_source"):  # the old values, and where they came from
+        if hasattr(t, known):
+            delattr(t, known)
     # ``new`` (now holding the old id) goes away here and drops the old value
 
 

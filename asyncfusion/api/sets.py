@@ -36,7 +36,7 @@ from .._core.dtype import DType
 from .._core.errors import LimitError
 from .._debug import in_event_loop
 from ..extend.custom_kernel import Spec, custom_kernel
-from ..lazy.tensor import Tensor
+from ..lazy.tensor import Tensor, not_a_tensor
 from .creation import full, zeros
 from .indexing import argsort, rank_sort_limit, take
 from .joining import cat
@@ -128,7 +128,7 @@ def _unique(x: Any, what: str, counts: bool, inverse: bool,
     """``then`` of ``x``'s distinct values and what else was asked for, once their number
     is read (see :func:`~asyncfusion.api.nonzero.with_positions`)."""
     if type(x) is not Tensor:
-        raise TypeError(f"{what} needs an asyncfusion Tensor, not {type(x).__name__}")
+        raise not_a_tensor(x, what)
     flat = x.reshape(-1)
     n = flat.shape[0]
     most = rank_sort_limit(x)

@@ -163,8 +163,12 @@ def _int_index(k: object) -> bool:
 
 
 def index(x: Tensor, key: Key, kind: str = "index") -> Tensor:
-    """Basic indexing (ints, slices with any non-zero step, ``None`` and ``...``): a view."""
-    return view(x, x.view_layout.index(parse_key(x.shape, key)), kind)
+    """Basic indexing (ints, slices with any non-zero step, ``None`` and ``...``): a view.
+    A view of a small tensor remembers where it came from (:meth:`Tensor.note_source`),
+    so that reading it outside an event loop reads the whole tensor once."""
+    out = view(x, x.view_layout.index(parse_key(x.shape, key)), kind)
+    out.note_source(x, key)
+    return out
 
 
 def parse_key(shape: tuple[int, ...], key: Key) -> tuple[IndexItem, ...]:

@@ -26,12 +26,18 @@ from .tensor import Operand, Scalar, Tensor, new_id
 if TYPE_CHECKING:
     from ..runtime.device import Device
 
-__all__ = ["elementwise", "unary", "binary", "scalar_dtype", "float_scalar", "what"]
+__all__ = ["elementwise", "unary", "binary", "scalar_dtype", "float_scalar", "what",
+           "ComplexOperands"]
 
 _SCALARS = (int, float, bool, np.integer, np.floating, np.bool_)
 Value = int | float | bool
 """A scalar as an op records it: a Python number."""
 _NOT_INIT = TensorStatus.NOT_INIT
+
+
+class ComplexOperands(DTypeError):
+    """An element-wise call met a complex operand: the public function it came through
+    records it as real ops on the parts (:mod:`asyncfusion.api.complex_math`)."""
 
 
 def what(op: str) -> str:
@@ -182,6 +188,11 @@ def elementwise(op: str, *args: Operand, dtype: DType | None = None) -> Tensor:
         elif isinstance(a, _SCALARS):
             kinds.append(type(a))
             irs.append(_PENDING)
+        elif isinstance(a, (complex, np.complexfloating)) or (
+                isinstance(a, Tensor) and a.dtype.is_complex):
+            raise ComplexOperands(f"{what(op)} got a complex operand, which this function "
+                                  "does not take; apply it to af.real(z), af.imag(z) or "
+                                  "af.abs(z)")
         else:
             raise TypeError(f"{what(op)}: operands must be Tensors or Python "
                             f"scalars, not {type(a).__name__}; wrap arrays with "

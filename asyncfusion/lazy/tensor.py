@@ -13,6 +13,7 @@ declarations under ``TYPE_CHECKING`` below give them their types.
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections.abc import Callable, Collection, Sequence
 from types import EllipsisType, ModuleType
 from typing import TYPE_CHECKING, NoReturn, SupportsIndex
@@ -21,7 +22,7 @@ import numpy as np
 from numpy.typing import DTypeLike
 
 from .._core.dtype import DType, DTypeSpec
-from .._core.errors import BlockingCallError, ShapeError
+from .._core.errors import BlockingCallError, DTypeError, ShapeError
 from .._core.tracebacks import clear_read_frames
 from .._debug import in_event_loop
 from .numpy_protocols import call_function, call_ufunc
@@ -31,7 +32,7 @@ from ..ir import Layout, TensorIr, TensorStatus, numel
 if TYPE_CHECKING:
     from ..runtime.device import Device
 
-__all__ = ["Tensor", "Scalar", "Operand", "Axes", "Nested", "Index", "Key"]
+__all__ = ["Tensor", "Scalar", "Operand", "Axes", "Nested", "Index", "Key", "not_a_tensor"]
 
 _ids = itertools.count(1)
 new_id = _ids.__next__  # the id of a new tensor (ids are never reused)
@@ -51,7 +52,8 @@ Nested = list["Nested"] | int | float | bool
 class Tensor:
     """A lazy tensor. Create one with :func:`asyncfusion.tensor` and friends."""
 
-    __slots__ = ("id", "shape", "dtype", "device", "layout", "_ir", "_host")
+    __slots__ = ("id", "shape", "dtype", "device", "layout", "_ir", "_host", "_source",
+                 "__weakref__")
     __array_priority__ = 1000  # numpy scalars on the left defer to our operators
 
     def __init__(self, shape: tuple[int, ...], dtype: DType, device: Device,
@@ -142,16 +144,47 @@ class Tensor:
 
     # -- host interop: numpy and Python conversions through the sync door ------------------
     def _read_sync(self, what: str, instead: str) -> np.ndarray:
-        """Read through the blocking door, or explain which ``await`` to use instead."""
+        """Read through the blocking door, or explain which ``await`` to use instead.
+
+        Values already on the host (an upload, or a tensor read before) come back without
+        a device round, and a basic-index view of a small tensor reads that tensor (so
+        reading its elements one by one, as ``float(t[i])`` in a loop, costs one round)."""
         if in_event_loop():
             raise BlockingCallError(
                 f"{what} blocks until the device has computed the tensor, and this code runs "
                 "inside an event loop, where blocking would stall every other task; use "
                 f"'{instead}' instead (in Jupyter and IPython a cell may 'await' at top level)")
+        host: np.ndarray | None = getattr(self, "_host", None)
+        if host is not None:
+            return host.copy()
+        source: tuple[weakref.ref[Tensor], tuple[object, ...]] | None = getattr(
+            self, "_source", None)
+        base = None if source is None else source[0]()
+        if base is not None:
+            values = np.array(base._read_sync(what, instead)[source[1]])  # type: ignore[index]
+            self._keep_host(values)
+            return values
         out = self.device._blocking(self, False, what)
         assert out is not None  # a read, not a sync
         self._keep_host(out)
         return out
+
+    def note_source(self, base: Tensor, key: object) -> None:
+        """Note that this tensor is ``base[key]`` (a basic index of Python ints, slices,
+        ``None`` and ``...``), where ``base`` is small: its host values, if known, are
+        this tensor's too, and a blocking read of this one reads ``base`` while ``base``
+        lives (held weakly: a view does not keep an intermediate alive, so fusion is
+        unchanged)."""
+        if base.size > _REPR_VALUES:
+            return
+        parts = key if isinstance(key, tuple) else (key,)
+        if not all(k is None or k is Ellipsis or type(k) in (int, slice) for k in parts):
+            return
+        host: np.ndarray | None = getattr(base, "_host", None)
+        if host is not None:
+            self._host = host[parts]
+        else:
+            self._source = (weakref.ref(base), parts)
 
     def _keep_host(self, values: np.ndarray) -> None:
         """Keep a copy of small results so that ``repr`` can show them without a read."""
@@ -365,6 +398,15 @@ class Tensor:
         if not values.flags.writeable:
             values = values.copy()
         return values.__dlpack__(max_version=max_version)
+
+
+def not_a_tensor(x: object, what: str) -> TypeError:
+    """The error of a function of real tensors given ``x``: a DTypeError naming the
+    parts for a complex tensor, a TypeError otherwise."""
+    if isinstance(x, Tensor) and x.dtype.is_complex:
+        return DTypeError(f"{what} takes real tensors, and t{x.id} is {x.dtype.label}; apply "
+                          "it to af.real(z), af.imag(z) or af.abs(z)")
+    return TypeError(f"{what} needs an asyncfusion Tensor, not {type(x).__name__}")
 
 
 Operand = Tensor | Scalar

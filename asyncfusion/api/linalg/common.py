@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..._core.dtype import DType
 from ..._core.errors import DTypeError, ShapeError
-from ...lazy.tensor import Tensor
+from ...lazy.tensor import Tensor, not_a_tensor
 
 __all__ = ["Stack", "floating", "stack_of", "eps"]
 
@@ -38,8 +38,7 @@ class Stack:
 def floating(x: object, what: str) -> Tensor:
     """``x`` checked as a tensor of a floating dtype."""
     if type(x) is not Tensor:
-        raise TypeError(f"{what} needs an asyncfusion Tensor, not {type(x).__name__}; "
-                        "convert with asyncfusion.asarray()")
+        raise not_a_tensor(x, what)
     if not x.dtype.is_float:
         raise DTypeError(f"{what} needs a floating-point tensor, not {x.dtype.label}; cast "
                          "with .astype(asyncfusion.float32) (or float64) first")

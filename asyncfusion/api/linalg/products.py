@@ -28,7 +28,7 @@ from ..._core.errors import AxisError, device_mismatch, DTypeError, ShapeError
 from ...ir import Layout, MatmulOp, numel
 from ..reductions import reduce, sum as _sum
 from ..._core.shapes import broadcast_shapes, check_binding, check_size, normalize_axis
-from ...lazy.tensor import Tensor
+from ...lazy.tensor import Tensor, not_a_tensor
 from ..elementwise import where
 from ..views import broadcast_to, view
 
@@ -140,7 +140,7 @@ def matrix_transpose(x: Tensor, /) -> Tensor:
     """Swap the last two axes (a view): the Array API's ``matrix_transpose``, also in
     ``asyncfusion.linalg``."""
     if type(x) is not Tensor:
-        raise TypeError(f"matrix_transpose needs an asyncfusion Tensor, not {type(x).__name__}")
+        raise not_a_tensor(x, "matrix_transpose")
     return x.mT
 
 

@@ -20,7 +20,7 @@ from ..._core.dtype import DType, promote
 from ..._core.errors import DTypeError, ShapeError
 from ..reductions import reduce
 from ..._core.shapes import broadcast_shapes
-from ...lazy.tensor import Tensor
+from ...lazy.tensor import Tensor, not_a_tensor
 from ..views import broadcast_to
 from .common import Stack, stack_of
 from .host import Arrays, host_op, per_matrix
@@ -135,7 +135,7 @@ def matrix_power(x: Tensor, n: int, /) -> Tensor:
     """``x`` multiplied by itself ``n`` times (square matrices, batched): repeated
     squaring; ``n == 0`` gives identities, a negative ``n`` powers the inverse."""
     if type(x) is not Tensor:
-        raise TypeError(f"matrix_power needs an asyncfusion Tensor, not {type(x).__name__}")
+        raise not_a_tensor(x, "matrix_power")
     if x.dtype is DType.bool:
         raise DTypeError("matrix_power is not defined for bool tensors; cast with "
                          ".astype(asyncfusion.int32) or .astype(asyncfusion.float32) first")
