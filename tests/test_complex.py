@@ -83,8 +83,7 @@ async def test_parts_and_promotion(dev):
     assert af.result_type(af.float32, 1j) is af.complex64
     assert af.can_cast(af.float32, af.complex64) and not af.can_cast(af.complex64, af.float32)
     assert af.isdtype(af.complex64, "complex floating") and af.isdtype(af.complex128, "numeric")
-    assert af.finfo(af.complex64).bits == 64 and af.finfo(af.complex64).eps == np.finfo(
-        np.float32).eps
+    assert af.finfo(af.complex64) == af.finfo(af.float32)
 
 
 async def test_views_indexing_joining_and_reductions_act_on_both_parts(dev):
@@ -180,3 +179,33 @@ def test_random_arguments_match_cmath(values, name):
         if abs(want) > 1e30:
             continue
         assert abs(g - want) <= 1e-4 * max(1.0, abs(want)), (name, z, g, want)
+
+
+async def test_meshgrid_and_broadcast_arrays_keep_each_operand_complex_or_real(dev):
+    z = af.tensor(Z[0], device=dev)
+    x = af.tensor([1.0, 2.0], device=dev)
+    a, b = af.meshgrid(z, x)
+    c, d = af.broadcast_arrays(z[:, None], x)
+    assert (a.dtype, b.dtype, c.dtype, d.dtype) == (af.complex64, af.float32, af.complex64,
+                                                    af.float32)
+    ga, gc = await af.to_data(a.imag, c.real)
+    wa, _ = np.meshgrid(Z[0], [1.0, 2.0])
+    assert (ga == wa.imag).all() and (gc == np.broadcast_to(Z[0][:, None].real, (3, 2))).all()
+
+
+@pytest.mark.parametrize("complex_input", [False, True])
+async def test_eig_and_eigvals_match_numpy(dev, complex_input):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((3, 4, 4)).astype(np.float32)
+    data = (a + 1j * rng.standard_normal((3, 4, 4))).astype(np.complex64) if complex_input \
+        else a
+    x = af.tensor(data, device=dev)
+    w, v = af.linalg.eig(x)
+    vals = af.linalg.eigvals(x)
+    assert w.dtype is v.dtype is vals.dtype is af.complex64
+    assert (w.shape, v.shape, vals.shape) == ((3, 4), (3, 4, 4), (3, 4))
+    gw, gv, gvals = (await w.to_data(), await v.to_data(), await vals.to_data())
+    assert_close(np.sort_complex(gvals), np.sort_complex(np.linalg.eigvals(data)),
+                 rtol=1e-4, atol=1e-4)
+    assert np.abs(data.astype(np.complex128) @ gv - gv * gw[:, None, :]).max() < 1e-4
+    assert_close(np.linalg.norm(gv, axis=-2), np.ones((3, 4)), rtol=1e-5, atol=1e-5)

@@ -44,3 +44,10 @@ def test_a_view_of_a_large_tensor_reads_only_itself():
     before = dev.stats().launches
     assert int(x[4999]) == 14997
     assert dev.stats().launches - before == 1  # one kernel: the element, not the 5000
+
+
+def test_elements_of_a_known_tensor_convert_as_arrays_do():
+    x = af.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    rows = np.asarray([[x[i, j] for j in range(3)] for i in range(2)])
+    assert rows.dtype == np.float32 and rows.tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert np.asarray(x[1, 2]).shape == () and float(x[1, 2]) == 5.0

@@ -63,6 +63,21 @@ def _joining(fn: _F) -> _F:
     return call
 
 
+def _spread(fn: _F) -> _F:
+    """``fn`` of several tensors, one result each (``broadcast_arrays``, ``meshgrid``), of
+    which one is complex: ``fn`` of the real parts and of the imaginary parts (real tensors
+    are in both calls; the second call's real results are dropped unread)."""
+    @functools.wraps(fn)
+    def call(*arrays: Tensor, **kwargs: Any) -> Any:
+        if not any(isinstance(a, ComplexTensor) for a in arrays):
+            return fn(*arrays, **kwargs)
+        re = fn(*(a.real if isinstance(a, ComplexTensor) else a for a in arrays), **kwargs)
+        im = fn(*(a.imag if isinstance(a, ComplexTensor) else a for a in arrays), **kwargs)
+        return tuple(ComplexTensor(r, i) if isinstance(a, ComplexTensor) else r
+                     for a, r, i in zip(arrays, re, im, strict=True))
+    return call
+
+
 def _bilinear(fn: _F) -> _F:
     """``fn`` (a product, linear in each operand) of complex operands: four real
     products of the parts."""
@@ -133,6 +148,8 @@ PUBLIC: dict[str, _F] = {
                                                manipulation.count_nonzero)},
     "concat": _joining(joining.concat), "cat": _joining(joining.cat),
     "stack": _joining(indexing.stack),
+    "broadcast_arrays": _spread(manipulation.broadcast_arrays),
+    "meshgrid": _spread(manipulation.meshgrid),
     "matmul": _bilinear(linalg.matmul), "tensordot": _bilinear(linalg.tensordot),
     "vecdot": vecdot,
 }

@@ -92,13 +92,15 @@ def _dtype_of(x: Tensor | DTypeSpec) -> DType:
 
 
 def finfo(type: Tensor | DTypeSpec, /) -> finfo_object:  # noqa: A002 - the standard's name
-    """Limits of a floating dtype (or of a tensor's dtype)."""
+    """Limits of a floating dtype (or of a tensor's dtype); of a complex dtype, those of
+    its real and imaginary parts (``finfo(complex64)`` is ``finfo(float32)``)."""
     dt = _dtype_of(type)
     if not (dt.is_float or dt.is_complex):
         raise DTypeError(f"finfo: {dt.label} is not a floating dtype; use iinfo for integers")
-    f = np.finfo(dt.np)  # of a complex dtype: its parts' limits, and its own bits
-    return finfo_object(dt.np.itemsize * 8, float(f.eps), float(f.max), float(f.min),
-                        float(f.smallest_normal), dt)
+    part = dt.part  # a complex dtype's: its real parts' (the standard's rule)
+    f = np.finfo(part.np)
+    return finfo_object(f.bits, float(f.eps), float(f.max), float(f.min),
+                        float(f.smallest_normal), part)
 
 
 def iinfo(type: Tensor | DTypeSpec, /) -> iinfo_object:  # noqa: A002 - the standard's name

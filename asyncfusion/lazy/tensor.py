@@ -182,7 +182,7 @@ class Tensor:
             return
         host: np.ndarray | None = getattr(base, "_host", None)
         if host is not None:
-            self._host = host[parts]
+            self._host = np.asarray(host[parts])  # all ints: a numpy scalar, made 0-d
         else:
             self._source = (weakref.ref(base), parts)
 
