@@ -144,6 +144,8 @@ async def test_what_complex_tensors_refuse_says_what_to_do_and_harms_nothing(dev
         af.clip(z, 0, 1)
     with pytest.raises(af.DTypeError, match="takes real tensors"):
         af.cumulative_sum(z)
+    with pytest.raises(af.ShapeError, match="sizes 2 and 1"):
+        af.vecdot(z, z[:1], axis=0)  # broadcasts, but not along the reduced axis
     with pytest.raises(af.DataError, match="complex64"):
         af.tensor(Z, dtype=af.float32, device=dev)
     with pytest.raises(TypeError, match="float"):

@@ -106,7 +106,7 @@ def vecdot(x1: Tensor, x2: Tensor, /, *, axis: int = -1) -> Tensor:
     """The dot product along ``axis``, conjugating ``x1`` (the standard's vecdot)."""
     if not (isinstance(x1, ComplexTensor) or isinstance(x2, ComplexTensor)):
         return manipulation.vecdot(x1, x2, axis=axis)
-    return _sum(ew.multiply(ew.conj(x1), x2), axis=axis)
+    return _sum(ew.multiply(ew.conj(x1), x2), axis=manipulation.vecdot_axis(x1, x2, axis))
 
 
 def astype(x: Tensor, dtype: DTypeSpec, /, *, copy: bool = True) -> Tensor:

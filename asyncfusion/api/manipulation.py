@@ -277,10 +277,9 @@ def count_nonzero(x: Tensor, /, *, axis: Any = None, keepdims: bool = False) -> 
     return reduce("sum", nz.astype(DType.int32), axis, keepdims)
 
 
-def vecdot(x1: Tensor, x2: Tensor, /, *, axis: int = -1) -> Tensor:
-    """Dot products along ``axis`` of the broadcast operands (one fused reduction)."""
-    _tensor(x1, "vecdot")
-    _tensor(x2, "vecdot")
+def vecdot_axis(x1: Tensor, x2: Tensor, axis: int) -> int:
+    """The reduced axis of ``vecdot(x1, x2, axis=axis)`` in the broadcast shape, checked:
+    no bool operand, and equal sizes along it (no broadcasting there)."""
     if DType.bool in (x1.dtype, x2.dtype):
         raise DTypeError("vecdot: not defined for bool tensors; cast with .astype(...) first")
     shape = broadcast_shapes(x1.shape, x2.shape)
@@ -290,6 +289,14 @@ def vecdot(x1: Tensor, x2: Tensor, /, *, axis: int = -1) -> Tensor:
         raise ShapeError(f"vecdot: axis {axis} has sizes {n1[ax]} and {n2[ax]} in shapes "
                          f"{x1.shape} and {x2.shape}; they must be equal (no broadcasting "
                          "along the reduced axis)")
+    return ax
+
+
+def vecdot(x1: Tensor, x2: Tensor, /, *, axis: int = -1) -> Tensor:
+    """Dot products along ``axis`` of the broadcast operands (one fused reduction)."""
+    _tensor(x1, "vecdot")
+    _tensor(x2, "vecdot")
+    ax = vecdot_axis(x1, x2, axis)
     prod = x1 * x2
     out = reduce("sum", prod, ax)  # the narrow ints sum in their 32-bit lanes: wrapped back
     return out if out.dtype is prod.dtype else out.astype(prod.dtype)
