@@ -23,7 +23,18 @@ from dataclasses import dataclass
 
 from .ir import Arg, Kernel, Level
 
-__all__ = ["RowValues", "Phase", "row_phases", "held_bytes"]
+__all__ = ["RowValues", "RowWords", "Phase", "row_phases", "held_bytes"]
+
+
+@dataclass(frozen=True, slots=True)
+class RowWords:
+    """A reduction launch whose passes take a row four elements at a time (one ``vec4``
+    word: the row's last folded dimension is a multiple of 4 long). The element loads
+    and stores in ``loads`` and ``stores`` are contiguous and aligned along it: bound as
+    ``vec4`` words, one access each; the others take four scalar accesses."""
+
+    loads: frozenset[int]
+    stores: frozenset[int]
 
 
 @dataclass(frozen=True, slots=True)

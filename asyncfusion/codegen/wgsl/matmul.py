@@ -28,9 +28,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...kernel import Kernel, LaunchArgs, Level
-from .types import WGSL_TYPE
 from .params import HEAD_WORDS, param
-from .render import INNER_STEPS, _Writer, enables
+from .render import INNER_STEPS, _Writer
+from .types import WGSL_TYPE, enables
 
 __all__ = ["MatmulTiles", "MatmulShader", "with_layout", "render_matmul", "valid_tiles"]
 

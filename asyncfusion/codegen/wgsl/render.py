@@ -22,33 +22,21 @@ of four elements.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from ..._core.dtype import DType
 from ...kernel import Arg, Instr, Kernel, Level, Reduce
-from ...kernel.rows import Phase, RowValues, row_phases
+from ...kernel.rows import Phase, RowValues, RowWords, row_phases
 from ...ops import REDUCTIONS
 from .lowering import (COMBINES, HELPERS, HELPERS_F64, HELPERS_FMA, HELPERS_WIDE, LOWERINGS,
                        identity)
 from .params import HEAD_WORDS, param
-from .types import STORAGE_TYPE, WGSL_TYPE, Ty, convert, isnan
+from .types import STORAGE_TYPE, WGSL_TYPE, Ty, convert, enables, isnan
 
 __all__ = ["render", "enables", "RowWords", "INNER_STEPS", "UNROLL"]
 
 INNER_STEPS = 1024  # lavapipe stops loops at 65,535 iterations: nest them
 UNROLL = 4  # positions of a row a thread reads at once in a pass that reads it again
 _MIN_SUBGROUP = 4  # WebGPU's least subgroup size: a row of at most 4 lanes fits any
-
-
-@dataclass(frozen=True, slots=True)
-class RowWords:
-    """A reduction launch whose passes take a row four elements at a time (one ``vec4``
-    word: the row's last folded dimension is a multiple of 4 long). The element loads
-    and stores in ``loads`` and ``stores`` are contiguous and aligned along it: bound as
-    ``vec4`` words, one access each; the others take four scalar accesses."""
-
-    loads: frozenset[int]
-    stores: frozenset[int]
 
 
 class _Writer:
@@ -710,12 +698,3 @@ def render(kernel: Kernel, workgroup: int, subgroups: bool = False, slots: int =
     else:
         w.reduction(slots, tpr)
     return enables(kernel) + "\n".join(w.lines) + "\n"
-
-
-def enables(kernel: Kernel) -> str:
-    """``enable f16;`` where the kernel holds a float16 anywhere."""
-    dts = {ld.dtype for ld in kernel.loads} | {st.dtype for st in kernel.stores}
-    dts |= {d for ins in kernel.body for d in (ins.compute, ins.out)} | set(kernel.scalars)
-    for red in kernel.reduces:
-        dts |= {red.src, red.out}
-    return "enable f16;\n" if DType.float16 in dts else ""

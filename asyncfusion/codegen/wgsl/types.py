@@ -7,9 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..._core.dtype import DType
+from ...kernel import Kernel
 
 __all__ = ["WGSL_TYPE", "STORAGE_TYPE", "Ty", "Rule", "convert", "isnan", "isinf", "lanes",
-           "ABS64", "INF64"]
+           "ABS64", "INF64", "enables"]
 
 # int8, uint8, int16 and uint16 live in i32/u32 lanes (WGSL has no 8- or 16-bit
 # integers): sign- or zero-extended in storage and registers, wrapped to their width
@@ -96,3 +97,12 @@ def lanes(name: str, t: str, arity: int) -> str:
     calls = ", ".join(f"{name}_{t}({', '.join(f'{p}.{c}' for p in 'ab'[:arity])})"
                       for c in "xyzw")
     return f"fn {name}_{t}_4({params}) -> vec4<{t}> {{ return vec4<{t}>({calls}); }}\n"
+
+
+def enables(kernel: Kernel) -> str:
+    """``enable f16;`` where the kernel holds a float16 anywhere."""
+    dts = {ld.dtype for ld in kernel.loads} | {st.dtype for st in kernel.stores}
+    dts |= {d for ins in kernel.body for d in (ins.compute, ins.out)} | set(kernel.scalars)
+    for red in kernel.reduces:
+        dts |= {red.src, red.out}
+    return "enable f16;\n" if DType.float16 in dts else ""
