@@ -382,15 +382,13 @@ class Tensor:
         so ``np.from_dlpack(t)`` and ``torch.from_dlpack(t)`` work outside an event loop
         (inside one it raises :class:`~asyncfusion.BlockingCallError`: use
         ``np.from_dlpack(await t.to_data())``). The values always move from the device, so
-        ``copy=False`` raises ``BufferError``, as does a ``dl_device`` other than the host
-        or a ``stream`` (the host has none)."""
+        ``copy=True`` and ``copy=False`` both get the values as read (the read is the
+        move to the host that ``__dlpack_device__`` names; nothing is copied after it);
+        a ``dl_device`` other than the host or a ``stream`` (the host has none) raise
+        ``BufferError``."""
         if dl_device is not None and tuple(dl_device) != _DLPACK_HOST:
             raise BufferError(f"t{self.id}.__dlpack__(dl_device={dl_device!r}): asyncfusion "
                               "exports only to the host, dl_device=(1, 0) (kDLCPU)")
-        if copy is False:
-            raise BufferError(f"t{self.id}.__dlpack__(copy=False): a tensor's values live on "
-                              "its device, so exporting them always copies them to the host; "
-                              "use copy=None or copy=True")
         if stream is not None:
             raise BufferError(f"t{self.id}.__dlpack__(stream={stream!r}): the export is on "
                               "the host, which has no streams; pass stream=None")
