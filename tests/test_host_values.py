@@ -51,3 +51,16 @@ def test_elements_of_a_known_tensor_convert_as_arrays_do():
     rows = np.asarray([[x[i, j] for j in range(3)] for i in range(2)])
     assert rows.dtype == np.float32 and rows.tolist() == [[0, 1, 2], [3, 4, 5]]
     assert np.asarray(x[1, 2]).shape == () and float(x[1, 2]) == 5.0
+
+
+def test_a_nested_list_of_computed_elements_is_read_in_one_round():
+    dev = af.default_device()
+    x = af.tensor(np.arange(6, dtype=np.float32))
+    y = af.tensor(np.arange(4, dtype=np.float32))
+    cells = [[x[i] * y[j] for j in range(4)] for i in range(6)]
+    before = dev.stats().rounds
+    got = af.asarray(cells)
+    assert dev.stats().rounds - before == 1
+    assert (got.numpy() == np.outer(np.arange(6), np.arange(4))).all()
+    assert np.asarray([[float(c) for c in row] for row in cells]).shape == (6, 4)
+    assert dev.stats().rounds - before == 1  # got is an upload and the cells were read

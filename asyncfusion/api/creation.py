@@ -19,7 +19,7 @@ from .._core.errors import DataError, ShapeError
 from .._core.shapes import check_dims, check_size
 from ..ir import InitOp, IotaOp
 from ..lazy.complex_tensor import ComplexTensor
-from ..lazy.tensor import Scalar, Tensor
+from ..lazy.tensor import KEPT_ON_HOST, Scalar, Tensor
 from ..runtime import Device, as_device, default_device
 
 ShapeLike = int | np.integer | Sequence[int | np.integer]
@@ -74,6 +74,7 @@ def _convert(data: ArrayLike, dtype: DType | None, device: Device, what: str) ->
     before any full-size copy is made."""
     if isinstance(data, Tensor):
         raise DataError("tensor() got a Tensor; it is already on a device (use it directly)")
+    _read_elements(data)
     try:
         arr = np.asarray(data)
     except ValueError as exc:
@@ -104,6 +105,32 @@ def _convert(data: ArrayLike, dtype: DType | None, device: Device, what: str) ->
     if dtype is None and arr.dtype in NARROWED and type(data) is np.ndarray:
         _warn_narrowing(arr.dtype, target, what)
     return out
+
+
+def _read_elements(data: object) -> None:
+    """Nested lists holding small tensors (``asarray([[x[i] * y[j] for j ...] for i ...])``)
+    get them read in one device round per device, not one each as numpy converts them.
+    Looked for only where the first element found is a tensor."""
+    first = data
+    while isinstance(first, (list, tuple)) and first:
+        first = first[0]
+    if type(first) is not Tensor:
+        return
+    small: dict[Device, list[Tensor]] = {}
+
+    def walk(items: list[object] | tuple[object, ...]) -> None:
+        for v in items:
+            if isinstance(v, (list, tuple)):
+                walk(v)
+            elif type(v) is Tensor and v.size <= KEPT_ON_HOST and \
+                    getattr(v, "_host", None) is None:
+                small.setdefault(v.device, []).append(v)
+    walk(data)  # type: ignore[arg-type]
+    for dev, tensors in small.items():
+        if len(tensors) > 1:
+            for t, values in zip(tensors, dev.read_many_sync(tuple(tensors), "asarray()"),
+                                 strict=True):
+                t._keep_host(values)
 
 
 _WIDE = {np.dtype(np.int64): DType.int64, np.dtype(np.uint64): DType.uint64}

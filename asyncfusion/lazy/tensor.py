@@ -32,11 +32,13 @@ from ..ir import Layout, TensorIr, TensorStatus, numel
 if TYPE_CHECKING:
     from ..runtime.device import Device
 
-__all__ = ["Tensor", "Scalar", "Operand", "Axes", "Nested", "Index", "Key", "not_a_tensor"]
+__all__ = ["Tensor", "Scalar", "Operand", "Axes", "Nested", "Index", "Key", "not_a_tensor",
+           "KEPT_ON_HOST"]
 
 _ids = itertools.count(1)
 new_id = _ids.__next__  # the id of a new tensor (ids are never reused)
-_REPR_VALUES = 1000  # results up to this many elements are kept for repr (numpy's threshold)
+KEPT_ON_HOST = 1000  # values of tensors up to this size are kept once read (numpy's repr
+# threshold): for repr, and for reading them again without a device round
 _NOT_INIT = TensorStatus.NOT_INIT
 _READ_ONLY = TensorStatus.READ_ONLY
 _DLPACK_HOST = (1, 0)  # DLPack's (kDLCPU, device 0)
@@ -175,7 +177,7 @@ class Tensor:
         this tensor's too, and a blocking read of this one reads ``base`` while ``base``
         lives (held weakly: a view does not keep an intermediate alive, so fusion is
         unchanged)."""
-        if base.size > _REPR_VALUES:
+        if base.size > KEPT_ON_HOST:
             return
         parts = key if isinstance(key, tuple) else (key,)
         if not all(k is None or k is Ellipsis or type(k) in (int, slice) for k in parts):
@@ -188,7 +190,7 @@ class Tensor:
 
     def _keep_host(self, values: np.ndarray) -> None:
         """Keep a copy of small results so that ``repr`` can show them without a read."""
-        if values.size <= _REPR_VALUES:
+        if values.size <= KEPT_ON_HOST:
             kept = values.copy()
             kept.flags.writeable = False
             self._host = kept

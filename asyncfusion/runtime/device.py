@@ -312,6 +312,21 @@ class Device:
             self._in_loop, stream, tensor, sync, False, settle)
         return out
 
+    def read_many_sync(self, tensors: tuple[Readable, ...], what: str) -> list[np.ndarray]:
+        """:meth:`read_many` through the blocking door (plain scripts and threads): every
+        tensor in one round."""
+        if in_event_loop():
+            raise BlockingCallError(
+                f"{what} blocks, and this code runs inside an event loop, where it would stall "
+                "every other task; read the tensors first with 'await af.to_data(...)'")
+        if self.closed:
+            raise self._server._dead_error()
+        stream = StreamId.current()
+        self._read_whole(stream, False)
+        out: list[np.ndarray] = self._require_portal().call(self._many_in_loop, stream,
+                                                            tensors)
+        return out
+
     def _require_portal(self) -> BlockingPortal:
         if self._portal is None:
             raise DeviceClosedError(f"{self!r} has no running server; use it inside open_device()")
