@@ -478,3 +478,14 @@ async def test_python_ints_past_int32_give_int64_where_the_adapter_holds_it(devi
         assert big.dtype is af.int64 and af.asarray(2**31, device=d).dtype is af.int64
         assert af.tensor([1, 2**31 - 1], device=d).dtype is af.int32
         assert (await read(big // 2**31))[0].tolist() == [0, 512, -16]
+
+
+async def test_python_ints_past_int64_keep_every_bit_as_uint64(devices):
+    big = 2**63 + 1  # numpy makes float64 of [big, 0]: no common integer type
+    for d in devices:
+        if af.uint64 not in d.backend.dtypes:
+            continue
+        x = af.tensor([[big, 0], [2**64 - 1, 7]], dtype=af.uint64, device=d)
+        assert (await read(x))[0].tolist() == [[big, 0], [2**64 - 1, 7]]
+        with pytest.raises(af.DataError, match="uint64"):
+            af.tensor([big, -1], dtype=af.uint64, device=d)

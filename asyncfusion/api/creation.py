@@ -80,6 +80,9 @@ def _convert(data: ArrayLike, dtype: DType | None, device: Device, what: str) ->
     except ValueError as exc:
         raise DataError(f"tensor(): data is ragged or malformed ({exc}); every row of a "
                         "nested list must have the same length") from None
+    if dtype is not None and dtype.is_int and dtype.bits == 64 and arr.dtype.kind == "f" \
+            and type(data) is not np.ndarray:
+        arr = _exact_ints(data, arr, dtype)
     if arr.dtype.kind in "USO" or data is None:
         raise DataError(f"tensor(): data must be numbers or bools, got {arr.dtype} data "
                         f"({str(data)[:40]!r}); convert strings/objects to numbers first")
@@ -105,6 +108,17 @@ def _convert(data: ArrayLike, dtype: DType | None, device: Device, what: str) ->
     if dtype is None and arr.dtype in NARROWED and type(data) is np.ndarray:
         _warn_narrowing(arr.dtype, target, what)
     return out
+
+
+def _exact_ints(data: ArrayLike, arr: np.ndarray, dtype: DType) -> np.ndarray:
+    """Python ints that numpy met as float64 (ints past int64 beside smaller ones: numpy
+    has no common integer type for them), taken exactly as ``dtype`` where every value is
+    an int that fits it; ``arr`` otherwise."""
+    exact = np.asarray(data, dtype=object)
+    lo, hi = int_range(dtype)
+    if all(type(v) is int and lo <= v <= hi for v in exact.flat):
+        return exact.astype(dtype.np)
+    return arr
 
 
 def _read_elements(data: object) -> None:
