@@ -53,11 +53,12 @@ from .api.searching import searchsorted
 from .api.sets import (UniqueAllResult, UniqueCountsResult, UniqueInverseResult, unique_all,
                    unique_counts, unique_inverse, unique_values)
 from ._debug import IntermediateKeptWarning
-from .api.complex_parts import PUBLIC as _COMPLEX_FORMS
+from .api.complex_parts import LINALG as _COMPLEX_LINALG, PUBLIC as _COMPLEX_FORMS
 
 globals().update(_COMPLEX_FORMS)  # the same functions, taking complex tensors too
-for _name in ("matmul", "matrix_transpose", "tensordot", "vecdot"):
-    setattr(linalg, _name, _COMPLEX_FORMS[_name])  # af.linalg.matmul is af.matmul
+for _name, _fn in {**_COMPLEX_FORMS, **_COMPLEX_LINALG}.items():
+    if hasattr(linalg, _name):
+        setattr(linalg, _name, _fn)  # af.linalg.matmul is af.matmul
 
 __version__ = "0.1.0"
 __array_api_version__ = "2025.12"

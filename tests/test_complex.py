@@ -143,7 +143,7 @@ async def test_what_complex_tensors_refuse_says_what_to_do_and_harms_nothing(dev
     with pytest.raises(af.DTypeError, match="af.real"):
         af.clip(z, 0, 1)
     with pytest.raises(af.DTypeError, match="takes real tensors"):
-        af.cumulative_sum(z)
+        af.cumulative_prod(z, axis=1)
     with pytest.raises(af.ShapeError, match="sizes 2 and 1"):
         af.vecdot(z, z[:1], axis=0)  # broadcasts, but not along the reduced axis
     with pytest.raises(af.DataError, match="complex64"):
@@ -211,3 +211,20 @@ async def test_eig_and_eigvals_match_numpy(dev, complex_input):
                  rtol=1e-4, atol=1e-4)
     assert np.abs(data.astype(np.complex128) @ gv - gv * gw[:, None, :]).max() < 1e-4
     assert_close(np.linalg.norm(gv, axis=-2), np.ones((3, 4)), rtol=1e-5, atol=1e-5)
+
+
+async def test_linalg_views_norms_and_scans_of_complex_tensors(dev):
+    z = af.tensor(W, device=dev)
+    outs = [af.linalg.diagonal(z), af.linalg.trace(z[:, :2]), af.cumulative_sum(z, axis=1)]
+    norms = [af.linalg.vector_norm(z), af.linalg.vector_norm(z, axis=1, ord=1),
+             af.linalg.matrix_norm(z), af.linalg.matrix_norm(z, ord=float("inf"))]
+    got = await af.to_data(*(o.real for o in outs), *(o.imag for o in outs), *norms)
+    ref = [np.diagonal(W), np.trace(W[:, :2]), np.cumsum(W, axis=1)]
+    for g, r in zip(got, [np.real(r) for r in ref] + [np.imag(r) for r in ref], strict=False):
+        assert_close(g, r, rtol=1e-5, atol=1e-5)
+    want = [np.linalg.norm(W.ravel()), np.linalg.norm(W, 1, axis=1), np.linalg.norm(W),
+            np.linalg.norm(W, np.inf)]
+    for g, r in zip(got[6:], want, strict=True):
+        assert_close(g, np.float32(r), rtol=1e-5, atol=1e-5)
+    with pytest.raises(af.DTypeError, match="singular values"):
+        af.linalg.matrix_norm(z, ord="nuc")

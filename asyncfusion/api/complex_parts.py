@@ -23,7 +23,7 @@ from ..lazy.tensor import Key, Operand, Tensor
 from . import elementwise as ew, indexing, joining, linalg, manipulation, reductions, setitem, views
 from .complex_math import common, parts
 
-__all__ = ["PUBLIC", "attach", "astype"]
+__all__ = ["PUBLIC", "LINALG", "attach", "astype"]
 
 _F = Callable[..., Any]
 
@@ -139,7 +139,39 @@ BY_PARTS: tuple[_F, ...] = (
     manipulation.expand_dims, manipulation.permute_dims, manipulation.unstack,
     manipulation.tile, manipulation.repeat, manipulation.roll, manipulation.diff,
     manipulation.tril, manipulation.triu, linalg.matrix_transpose, reductions.mean,
-    indexing.take, indexing.take_along_axis)
+    indexing.take, indexing.take_along_axis, manipulation.cumulative_sum)
+
+def _of_magnitude(fn: _F) -> _F:
+    """``fn`` of ``|z|`` for a complex tensor (a norm made of magnitudes alone)."""
+    @functools.wraps(fn)
+    def call(x: Tensor, *args: Any, **kwargs: Any) -> Any:
+        return fn(ew.abs(x) if isinstance(x, ComplexTensor) else x, *args, **kwargs)
+    return call
+
+
+_MATRIX_NORM = linalg.matrix_norm  # the real one (the namespace's becomes the one below)
+
+
+def _matrix_norm(x: Tensor, /, *, keepdims: bool = False, ord: float | str = "fro") -> Tensor:  # noqa: A002
+    """``matrix_norm``: of ``|z|`` for the norms made of magnitudes (Frobenius, the
+    column and row sums); the singular-value norms of a complex tensor raise."""
+    if isinstance(x, ComplexTensor):
+        if ord in ("nuc", 2, -2):
+            raise DTypeError(f"matrix_norm(ord={ord!r}) of a complex tensor needs its "
+                             "singular values, which asyncfusion computes for real matrices "
+                             "only; use ord='fro', 1, -1, inf or -inf")
+        x = ew.abs(x)
+    out: Tensor = _MATRIX_NORM(x, keepdims=keepdims, ord=ord)
+    return out
+
+
+LINALG: dict[str, _F] = {
+    "diagonal": _by_parts(linalg.diagonal),
+    "trace": _by_parts(linalg.trace),
+    "vector_norm": _of_magnitude(linalg.vector_norm),
+    "matrix_norm": functools.wraps(_MATRIX_NORM)(_matrix_norm),
+}
+"""The linalg extension's functions that take complex tensors beyond :data:`PUBLIC`'s."""
 
 PUBLIC: dict[str, _F] = {
     **{f.__name__: _by_parts(f) for f in BY_PARTS},
