@@ -152,3 +152,11 @@ def test_dlpack_outside_a_loop_exports_a_host_copy():
         t.__dlpack__(dl_device=(2, 0))
     with pytest.raises(BufferError, match="no streams"):
         t.__dlpack__(stream=1)
+
+
+def test_a_mask_axis_of_size_zero_selects_nothing_as_the_standard_allows():
+    x = af.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert x[np.zeros((2, 0), bool)].shape == (0,) and x[np.zeros((0, 3), bool)].shape == (0,)
+    assert af.tensor([1.0])[af.tensor(np.zeros(0, bool))].numpy().shape == (0,)
+    with pytest.raises(af.IndexingError, match="each size or 0"):
+        x[np.zeros((1, 3), bool)]

@@ -159,10 +159,11 @@ def _normal(shape: tuple[int, ...], key: _Part,
             axis += n
         elif isinstance(k, np.ndarray) and k.dtype == np.bool_:
             covered = shape[axis:axis + n]
-            if k.shape != covered:
+            if len(k.shape) != len(covered) or any(
+                    m not in (c, 0) for m, c in zip(k.shape, covered)):  # 0: selects none
                 raise IndexingError(f"{what}: a boolean mask of shape {k.shape} must match "
-                                    f"the axes it covers, {covered} (axes {axis}.."
-                                    f"{axis + n - 1} of shape {shape})")
+                                    f"the axes it covers, {covered}, each size or 0 (axes "
+                                    f"{axis}..{axis + n - 1} of shape {shape})")
             for positions in np.nonzero(k):
                 indices.append(_Index(len(basic), axis, len(basic) + gaps,
                                       positions.astype(np.int64), None))
