@@ -228,3 +228,15 @@ async def test_linalg_views_norms_and_scans_of_complex_tensors(dev):
         assert_close(g, np.float32(r), rtol=1e-5, atol=1e-5)
     with pytest.raises(af.DTypeError, match="singular values"):
         af.linalg.matrix_norm(z, ord="nuc")
+
+
+async def test_to_data_reads_complex_and_real_tensors_in_one_round(dev):
+    z = af.tensor(Z, device=dev)
+    x = af.tensor([1.0, 2.0], device=dev)
+    await dev.sync()
+    dev.reset_stats()
+    a, b, c = await af.to_data(z * 2, x + 1, af.conj(z))
+    assert dev.stats().rounds == 1
+    assert_close(a, Z * 2)
+    assert_close(b, np.array([2.0, 3.0], np.float32))
+    assert_close(c, np.conj(Z))

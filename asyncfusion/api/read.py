@@ -6,6 +6,7 @@ import numpy as np
 
 from .._core.errors import DeviceMismatchError
 from .._core.tracebacks import clear_read_frames
+from ..lazy.complex_tensor import ComplexTensor
 from ..lazy.tensor import Tensor
 
 __all__ = ["to_data"]
@@ -15,7 +16,7 @@ async def to_data(*tensors: Tensor) -> tuple[np.ndarray, ...]:
     """Read several tensors with one await: ``v, i = await af.to_data(values, indices)``.
 
     All of them are read in one device round (one submission, one wait), instead of one
-    round trip each. They must live on one device. Raises the first failure in argument
+    round trip each (a complex tensor's two parts too). They must live on one device. Raises the first failure in argument
     order; a cancelled call withdraws every read."""
     if not tensors:
         raise TypeError("to_data() needs at least one tensor: await af.to_data(a, b, ...)")
@@ -27,12 +28,20 @@ async def to_data(*tensors: Tensor) -> tuple[np.ndarray, ...]:
         raise DeviceMismatchError(
             "to_data() got tensors of different devices; read each device's tensors with "
             "its own to_data() call (they may run concurrently in a task group)")
+    flat = tuple(p for t in tensors for p in (
+        (t.real, t.imag) if isinstance(t, ComplexTensor) else (t,)))  # a complex: its parts
     try:
-        out = await dev.read_many(tensors)
+        got = iter(await dev.read_many(flat))
     except BaseException as exc:  # cancelled or failed: the traceback keeps no tensor
         clear_read_frames(exc)
-        del tensors, t
+        del tensors, t, flat
         raise
-    for t, values in zip(tensors, out, strict=True):
-        t._keep_host(values)
+    out: list[np.ndarray] = []
+    for t in tensors:
+        if isinstance(t, ComplexTensor):
+            out.append(t._join(next(got), next(got)))
+        else:
+            values = next(got)
+            t._keep_host(values)
+            out.append(values)
     return tuple(out)
