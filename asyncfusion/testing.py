@@ -45,7 +45,8 @@ async def assert_close(actual: Tensor | npt.ArrayLike, expected: Tensor | npt.Ar
     Passes when ``|actual - expected| <= atol + rtol * |expected|`` everywhere (floats;
     integers and bools must be equal), shapes are equal, and, when ``check_dtype`` and
     ``expected`` is a Tensor or numpy array, dtypes are equal (float64 ``expected`` is
-    compared against float32 ``actual``, the dtype asyncfusion computes in). A Python
+    compared against float32 ``actual``, the dtype asyncfusion computes in, and
+    complex128 against complex64, part by part). A Python
     scalar ``expected`` is compared with every element. Raises ``AssertionError``.
     """
     a = await actual.to_data() if isinstance(actual, Tensor) else actual
