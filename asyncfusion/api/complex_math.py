@@ -197,7 +197,6 @@ COMPLEX: dict[str, Callable[..., Result]] = {
     "pow": _pow,
     "neg": _each("neg"),
     "positive": _each("positive"),
-    "copy": _each("copy"),
     "round": _each("round"),
     "square": lambda a: _mul(a, a),
     "reciprocal": lambda a: _div((_zero(a[0]) + 1.0, _zero(a[0])), a),
@@ -265,9 +264,6 @@ def call(op: str, args: tuple[Operand | complex, ...]) -> Tensor:
         ps = [parts(a, out.part, ref) for a in values]
         return ComplexTensor(_where(cond, ps[0][0], ps[1][0]),  # type: ignore[arg-type]
                              _where(cond, ps[0][1], ps[1][1]))  # type: ignore[arg-type]
-    if op == "cast":
-        raise DTypeError("astype: casting a complex tensor to a real dtype would drop its "
-                         "imaginary part; take af.real(z) (or af.abs(z)) first")
     fn = COMPLEX.get(op)
     if fn is None:
         p = PRIMITIVES[op]

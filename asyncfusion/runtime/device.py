@@ -299,15 +299,8 @@ class Device:
 
     def _blocking(self, tensor: Readable | None, sync: bool, what: str, settle: bool = True
                   ) -> np.ndarray | None:
-        if in_event_loop():
-            raise BlockingCallError(
-                f"{what} blocks, and this code runs inside an event loop, where it would stall "
-                f"every other task; use 'await {what.replace('_sync', '').replace('_blocking', '')}"
-                f"()' instead")
-        if self.closed:
-            raise self._server._dead_error()
-        stream = StreamId.current()
-        self._read_whole(stream, sync)
+        instead = f"await {what.replace('_sync', '').replace('_blocking', '')}()"
+        stream = self._blocking_stream(what, instead, sync)
         out: np.ndarray | None = self._require_portal().call(
             self._in_loop, stream, tensor, sync, False, settle)
         return out
@@ -315,17 +308,23 @@ class Device:
     def read_many_sync(self, tensors: tuple[Readable, ...], what: str) -> list[np.ndarray]:
         """:meth:`read_many` through the blocking door (plain scripts and threads): every
         tensor in one round."""
-        if in_event_loop():
-            raise BlockingCallError(
-                f"{what} blocks, and this code runs inside an event loop, where it would stall "
-                "every other task; read the tensors first with 'await af.to_data(...)'")
-        if self.closed:
-            raise self._server._dead_error()
-        stream = StreamId.current()
-        self._read_whole(stream, False)
+        stream = self._blocking_stream(what, "await af.to_data(...)", False)
         out: list[np.ndarray] = self._require_portal().call(self._many_in_loop, stream,
                                                             tensors)
         return out
+
+    def _blocking_stream(self, what: str, instead: str, sync: bool) -> Hashable:
+        """The caller's stream, for a read through the blocking door: refused inside an
+        event loop (naming the awaitable ``instead``) and on a closed device."""
+        if in_event_loop():
+            raise BlockingCallError(
+                f"{what} blocks, and this code runs inside an event loop, where it would stall "
+                f"every other task; use '{instead}' instead")
+        if self.closed:
+            raise self._server._dead_error()
+        stream = StreamId.current()
+        self._read_whole(stream, sync)
+        return stream
 
     def _require_portal(self) -> BlockingPortal:
         if self._portal is None:
